@@ -1,0 +1,9 @@
+/* MTIA runtime: the umbrella header. Include this one. */
+#ifndef MTIA_H
+#define MTIA_H
+
+#include "mtia_version.h"
+#include "mtia_types.h"
+#include "mtia_runtime.h"
+
+#endif /* MTIA_H */

@@ -1,0 +1,184 @@
+/* The MTIA driver ABI: the one interface through which the runtime touches a
+ * device. A driver is a shared object exporting one function,
+ *
+ *   mtiaError_t mtiaDriverGetOps(uint32_t apiVersion, mtiaDriverOps* ops);
+ *
+ * The runtime passes the version it was built for and a zeroed table whose
+ * structSize it set. The driver refuses another major version
+ * (mtiaErrorNotSupported), writes at most ops->structSize bytes, sets
+ * ops->version to the version it implements and ops->structSize to the bytes
+ * it filled. The runtime validates the mandatory entries and fills missing
+ * optional ones (and entries past an older driver's table) with functions
+ * that return mtiaErrorNotSupported.
+ *
+ * Every entry returns mtiaSuccess or an mtiaError_t; on failure
+ * lastErrorMessage() (optional) returns a thread-local description.
+ * Every entry may be called from any thread unless stated. No entry may call
+ * back into the runtime except through command callbacks (host functions).
+ * C99-clean; includes only <stddef.h> and <stdint.h> (through mtia_types.h). */
+#ifndef MTIA_DRIVER_H
+#define MTIA_DRIVER_H
+
+#include "mtia_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MTIA_DRIVER_API_VERSION_MAJOR 1u
+#define MTIA_DRIVER_API_VERSION_MINOR 0u
+#define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
+#define MTIA_DRIVER_API_VERSION \
+  MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
+#define MTIA_DRIVER_API_MAJOR(version) ((version) >> 16)
+#define MTIA_DRIVER_API_MINOR(version) ((version)&0xffffu)
+
+/* The name of the one symbol a driver exports. */
+#define MTIA_DRIVER_GET_OPS_SYMBOL "mtiaDriverGetOps"
+/* Most arguments a kernel may take. */
+#define MTIA_DRIVER_MAX_KERNEL_ARGS 32u
+
+typedef struct mtiaDrvQueue_st* mtiaDrvQueue;   /* an in-order command queue of one device */
+typedef struct mtiaDrvMem_st* mtiaDrvMem;       /* a physical allocation of one device */
+typedef struct mtiaDrvModule_st* mtiaDrvModule; /* loaded kernels; NULL names the built-in module */
+typedef struct mtiaDrvKernel_st* mtiaDrvKernel; /* a kernel of a module */
+
+typedef struct mtiaDrvDeviceInfo {
+  uint32_t structSize;
+  char name[256];
+  uint8_t uuid[16];
+  char pciBusId[32]; /* "0000:11:00.0" */
+  uint64_t totalMemory;
+  int32_t engines; /* compute queues that run concurrently */
+  int32_t major, minor;
+  int32_t numaNode; /* host NUMA node nearest the device, -1 if unknown */
+  int32_t maxThreadsPerBlock;
+  int32_t maxThreadsDim[3];
+  int32_t maxGridSize[3];
+  int32_t pciDomain, pciBus, pciDevice;
+  int32_t priorityLeast, priorityGreatest; /* lower number = higher priority */
+  uint64_t sharedMemPerBlock;
+  uint64_t allocationGranularity; /* physical allocations and mappings are multiples of it */
+  uint64_t vaBase, vaSize;        /* the device's reserved virtual range, as integers */
+  int32_t canAccessPeers;         /* 1: kernels may access other devices' memory once enabled */
+  int32_t reserved0;
+} mtiaDrvDeviceInfo;
+
+typedef enum mtiaDrvCommandType {
+  mtiaDrvCmdKernel = 1,    /* run kernel once per block of grid */
+  mtiaDrvCmdCopy = 2,      /* memmove-free copy of size bytes; ranges must not overlap */
+  mtiaDrvCmdFill = 3,      /* set size bytes to value */
+  mtiaDrvCmdHostFunc = 4,  /* call fn(userData) on a driver thread, in queue order */
+  mtiaDrvCmdWait = 5,      /* later commands wait until queue has completed command number value */
+  mtiaDrvCmdTimestamp = 6, /* write the completion time (clockNow's clock, ns) to *out */
+  mtiaDrvCmdForceInt32 = 0x7fffffff
+} mtiaDrvCommandType;
+
+typedef struct mtiaDrvCommand {
+  mtiaDrvCommandType type;
+  uint32_t reserved;
+  union {
+    struct {
+      mtiaDrvKernel kernel;
+      mtiaDim3 grid, block;
+      uint64_t sharedMem;
+      void** args; /* args[i] points at argument i; values are copied during submit */
+    } kernel;
+    struct {
+      void* dst;
+      const void* src;
+      uint64_t size;
+    } copy;
+    struct {
+      void* dst;
+      uint64_t size;
+      uint32_t value; /* low byte used */
+    } fill;
+    struct {
+      void (*fn)(void* userData);
+      void* userData;
+    } hostFunc;
+    struct {
+      mtiaDrvQueue queue; /* any queue of any device of this driver, alive until the wait is done */
+      uint64_t value;     /* a command number returned by queueSubmit on that queue */
+    } wait;
+    struct {
+      uint64_t* out; /* must stay valid until the command completes */
+    } timestamp;
+  } u;
+} mtiaDrvCommand;
+
+/* queueWait flags */
+#define MTIA_DRV_WAIT_SPIN 0u  /* poll, then yield */
+#define MTIA_DRV_WAIT_SLEEP 1u /* sleep until woken (blocking sync) */
+
+typedef struct mtiaDriverOps {
+  uint32_t version;    /* MTIA_DRIVER_API_VERSION the driver implements */
+  uint32_t structSize; /* bytes of this table the driver filled */
+
+  /* ---- mandatory ---- */
+  /* Reads the driver's configuration and finds devices. Called once, before anything else; starts no
+   * device. Errors: mtiaErrorInvalidValue (bad configuration), mtiaErrorInitializationError. */
+  mtiaError_t (*init)(uint32_t flags);
+  /* A short static name ("sim"). */
+  const char* (*getName)(void);
+  mtiaError_t (*deviceGetCount)(int32_t* count);
+  mtiaError_t (*deviceGetInfo)(int32_t dev, mtiaDrvDeviceInfo* info);
+  /* The device's sticky fault (mtiaErrorLaunchFailure once a command faulted), else mtiaSuccess. */
+  mtiaError_t (*deviceGetStatus)(int32_t dev);
+  /* Blocks until every command submitted to the device (destroyed queues too) completed. */
+  mtiaError_t (*deviceSynchronize)(int32_t dev);
+  /* free: what every user of the device leaves unallocated. */
+  mtiaError_t (*memGetInfo)(int32_t dev, uint64_t* free, uint64_t* total);
+  /* Reserves size bytes of the device's virtual range (no access until mapped).
+   * size and alignment (0 = granularity; else a power of two) are multiples of the granularity. */
+  mtiaError_t (*vaReserve)(int32_t dev, uint64_t size, uint64_t alignment, void** va);
+  /* Releases a reservation made by vaReserve; the whole range must be unmapped. */
+  mtiaError_t (*vaRelease)(int32_t dev, void* va, uint64_t size);
+  /* Creates size bytes (a multiple of the granularity) of physical memory.
+   * Errors: mtiaErrorMemoryAllocation when the device's capacity would be exceeded. */
+  mtiaError_t (*memCreate)(int32_t dev, uint64_t size, mtiaDrvMem* mem);
+  /* Releases physical memory; mappings of it must be gone. */
+  mtiaError_t (*memRelease)(mtiaDrvMem mem);
+  /* Maps [offset, offset+size) of mem at va, inside a reservation of mem's device. */
+  mtiaError_t (*memMap)(void* va, uint64_t size, mtiaDrvMem mem, uint64_t offset);
+  /* Unmaps a mapped range; the addresses stay reserved. */
+  mtiaError_t (*memUnmap)(void* va, uint64_t size);
+  /* Creates an in-order queue; priority is clamped into [priorityGreatest, priorityLeast]. flags: 0. */
+  mtiaError_t (*queueCreate)(int32_t dev, int32_t priority, uint32_t flags, mtiaDrvQueue* queue);
+  /* Releases the handle at once; submitted commands still run, and the queue stays valid as a wait
+   * target of commands already submitted. */
+  mtiaError_t (*queueDestroy)(mtiaDrvQueue queue);
+  /* Appends a command; *seq receives its number (1, 2, ... per queue). Commands of one queue run in
+   * order, each after the previous completed; queues run concurrently. Never blocks on device work.
+   * Errors: mtiaErrorLaunchFailure (sticky device fault), mtiaErrorInvalidValue (malformed command). */
+  mtiaError_t (*queueSubmit)(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq);
+  /* The number of the last completed command (commands complete in order). Never blocks. */
+  mtiaError_t (*queueQuery)(mtiaDrvQueue queue, uint64_t* completed);
+  /* Blocks until command seq completed; returns the device's sticky fault if any. */
+  mtiaError_t (*queueWait)(mtiaDrvQueue queue, uint64_t seq, uint32_t flags);
+
+  /* ---- optional (mtiaErrorNotSupported when absent) ---- */
+  /* Thread-local detail about this thread's last failed call; never NULL. */
+  const char* (*lastErrorMessage)(void);
+  /* Current time of the clock timestamps use, in ns. */
+  mtiaError_t (*clockNow)(uint64_t* ns);
+  /* Loads a module of kernels. Errors: mtiaErrorNotFound (cannot load path). */
+  mtiaError_t (*moduleLoad)(const char* path, mtiaDrvModule* module);
+  /* Drops the handle; kernels already submitted still run. */
+  mtiaError_t (*moduleUnload)(mtiaDrvModule module);
+  /* Finds a kernel; module NULL = the built-in module. Errors: mtiaErrorNotFound. */
+  mtiaError_t (*moduleGetKernel)(mtiaDrvModule module, const char* name, mtiaDrvKernel* kernel);
+  /* Argument count and sizes (argSizes has MTIA_DRIVER_MAX_KERNEL_ARGS entries). */
+  mtiaError_t (*kernelGetInfo)(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* argSizes);
+  /* Lets kernels of dev access peer's memory (enable 1) or not (0). */
+  mtiaError_t (*deviceSetPeerAccess)(int32_t dev, int32_t peer, int32_t enable);
+} mtiaDriverOps;
+
+typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MTIA_DRIVER_H */
