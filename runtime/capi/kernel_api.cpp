@@ -1,0 +1,55 @@
+#include "runtime/core/api_guard.hpp"
+#include "runtime/runtime.hpp"
+
+#include <mtia/mtia.h>
+
+using mtia::apiCall;
+using mtia::requireNonNull;
+using mtia::Runtime;
+
+extern "C" {
+
+MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
+  return apiCall("mtiaModuleLoad", [&] {
+    requireNonNull(module, "module");
+    requireNonNull(path, "path");
+    *module = Runtime::instance().kernels().loadModule(path);
+  });
+}
+
+MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module) {
+  return apiCall("mtiaModuleUnload", [&] {
+    if (module == nullptr) return;
+    Runtime::instance().kernels().unloadModule(module);
+  });
+}
+
+MTIA_API mtiaError_t mtiaModuleGetFunction(mtiaFunction_t* fn, mtiaModule_t module, const char* name) {
+  return apiCall("mtiaModuleGetFunction", [&] {
+    requireNonNull(fn, "fn");
+    requireNonNull(name, "name");
+    *fn = Runtime::instance().kernels().moduleFunction(module, name);
+  });
+}
+
+MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name) {
+  return apiCall("mtiaGetBuiltinFunction", [&] {
+    requireNonNull(fn, "fn");
+    requireNonNull(name, "name");
+    *fn = Runtime::instance().kernels().builtinFunction(name);
+  });
+}
+
+MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3 block, void** args, size_t sharedMem,
+                                      mtiaStream_t stream) {
+  return apiCall("mtiaLaunchKernel", [&] {
+    Runtime& rt = Runtime::instance();
+    std::shared_ptr<mtia::Function> f = rt.kernels().function(fn);
+    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    mtia::Device& dev = rt.device(s->device());
+    dev.checkHealthy();
+    rt.kernels().launch(*f, dev.info(), grid, block, args, sharedMem, *s);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,53 @@
+#include "runtime/core/api_guard.hpp"
+#include "runtime/core/sized_struct.hpp"
+#include "runtime/memory_ops.hpp"
+#include "runtime/runtime.hpp"
+
+#include <mtia/mtia.h>
+
+using mtia::apiCall;
+using mtia::fail;
+using mtia::requireNonNull;
+using mtia::Runtime;
+
+extern "C" {
+
+MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
+  return apiCall("mtiaMalloc", [&] {
+    requireNonNull(ptr, "ptr");
+    mtia::Device& dev = Runtime::instance().currentDevice();
+    if (size == 0) {
+      *ptr = nullptr;
+      return;
+    }
+    dev.checkHealthy();
+    *ptr = dev.memory().allocate(size);
+  });
+}
+
+MTIA_API mtiaError_t mtiaFree(void* ptr) {
+  return apiCall("mtiaFree", [&] {
+    if (ptr == nullptr) return;
+    Runtime& rt = Runtime::instance();
+    auto d = mtia::findDevicePointer(rt, ptr);
+    if (!d) fail(mtiaErrorInvalidValue, "ptr {} is not device memory from mtiaMalloc (never allocated or already freed)", ptr);
+    d->device->memory().free(ptr);
+  });
+}
+
+MTIA_API mtiaError_t mtiaMemcpy(void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
+  return apiCall("mtiaMemcpy", [&] { mtia::copySync(Runtime::instance(), dst, src, count, kind); });
+}
+
+MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count) {
+  return apiCall("mtiaMemset", [&] { mtia::fillSync(Runtime::instance(), ptr, value, count); });
+}
+
+MTIA_API mtiaError_t mtiaPointerGetAttributes(mtiaPointerAttributes* attr, const void* ptr) {
+  return apiCall("mtiaPointerGetAttributes", [&] {
+    mtia::checkSized(attr, "attr");
+    mtia::pointerAttributes(Runtime::instance(), ptr, attr);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,101 @@
+// Handles given out at the C ABI are not pointers but encoded slot numbers
+// with a generation count: a stale, destroyed, double-destroyed or foreign
+// handle fails lookup instead of touching freed memory.
+//
+// Encoding (64 bits): tag (8) | generation (24) | slot index (32). Tags are
+// >= 0x80, so an encoded handle is never a user-space address and a real
+// pointer passed by mistake never decodes to a live slot.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace mtia {
+
+template <typename T>
+class HandleTable {
+ public:
+  using Ptr = std::shared_ptr<T>;
+
+  explicit HandleTable(uint8_t tag) : tag_(tag) {}
+
+  // Stores obj and returns its handle. Thread-safe.
+  uint64_t insert(Ptr obj) {
+    std::lock_guard lock(mu_);
+    uint32_t index;
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      index = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    Slot& s = slots_[index];
+    s.obj = std::move(obj);
+    return encode(index, s.generation);
+  }
+
+  // The object behind handle, or null when the handle is not live. Thread-safe.
+  Ptr lookup(uint64_t handle) const {
+    std::lock_guard lock(mu_);
+    const Slot* s = slot(handle);
+    return s ? s->obj : nullptr;
+  }
+
+  // Removes handle and returns its object (null when not live). Thread-safe.
+  Ptr remove(uint64_t handle) {
+    std::lock_guard lock(mu_);
+    Slot* s = const_cast<Slot*>(slot(handle));
+    if (s == nullptr) return nullptr;
+    Ptr obj = std::move(s->obj);
+    s->obj.reset();
+    s->generation = (s->generation + 1) & kGenerationMask;
+    if (s->generation == 0) s->generation = 1;
+    free_.push_back(static_cast<uint32_t>(s - slots_.data()));
+    return obj;
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    return slots_.size() - free_.size();
+  }
+
+ private:
+  static constexpr uint32_t kGenerationMask = 0xffffff;
+  struct Slot {
+    uint32_t generation = 1;
+    Ptr obj;
+  };
+
+  uint64_t encode(uint32_t index, uint32_t generation) const {
+    return (uint64_t{tag_} << 56) | (uint64_t{generation} << 32) | index;
+  }
+
+  const Slot* slot(uint64_t handle) const {
+    if ((handle >> 56) != tag_) return nullptr;
+    uint32_t index = static_cast<uint32_t>(handle);
+    uint32_t generation = static_cast<uint32_t>(handle >> 32) & kGenerationMask;
+    if (index >= slots_.size()) return nullptr;
+    const Slot& s = slots_[index];
+    if (s.generation != generation || !s.obj) return nullptr;
+    return &s;
+  }
+
+  const uint8_t tag_;
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+};
+
+// Tags of the handle kinds (one per C handle type).
+enum HandleTag : uint8_t {
+  kTagStream = 0xA1,
+  kTagEvent = 0xA2,
+  kTagModule = 0xA3,
+  kTagFunction = 0xA4,
+  kTagGraph = 0xA5,
+};
+
+}  // namespace mtia

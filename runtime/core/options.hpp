@@ -1,0 +1,22 @@
+// The runtime's own environment settings, read once at initialisation.
+#pragma once
+
+#include "runtime/core/env.hpp"
+#include "runtime/core/log.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mtia {
+
+struct RuntimeOptions {
+  LogLevel logLevel = LogLevel::Warn;            // MTIA_LOG_LEVEL
+  std::string driver;                            // MTIA_DRIVER: "" = built-in sim, a name, or a path
+  std::optional<std::vector<int>> visibleDevices;  // MTIA_VISIBLE_DEVICES: driver ordinals, in order
+};
+
+// Throws Error(InvalidValue) naming the variable on a bad value.
+RuntimeOptions readRuntimeOptions(const EnvLookup& env);
+
+}  // namespace mtia

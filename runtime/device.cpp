@@ -1,0 +1,57 @@
+#include "runtime/device.hpp"
+
+#include "runtime/core/error.hpp"
+
+namespace mtia {
+
+Device::Device(const driver::Driver& driver, int ordinal, int32_t driverDevice)
+    : driver_(driver), ordinal_(ordinal), driverDevice_(driverDevice), info_(driver.deviceInfo(driverDevice)) {}
+
+std::shared_ptr<streams::Stream> Device::defaultStreamShared() {
+  std::lock_guard lock(mu_);
+  if (!defaultStream_)
+    defaultStream_ = std::make_shared<streams::Stream>(driver_, ordinal_, driverDevice_, info_.priorityLeast,
+                                                       mtiaStreamDefault);
+  return defaultStream_;
+}
+
+streams::Stream& Device::defaultStream() { return *defaultStreamShared(); }
+
+allocator::DirectAllocator& Device::memory() {
+  std::lock_guard lock(mu_);
+  if (!memory_)
+    memory_ = std::make_unique<allocator::DirectAllocator>(driver_, ordinal_, driverDevice_, info_.allocationGranularity);
+  return *memory_;
+}
+
+allocator::DirectAllocator* Device::memoryIfStarted() const {
+  std::lock_guard lock(mu_);
+  return memory_.get();
+}
+
+bool Device::setPeerAccess(const Device& peer, bool enable) {
+  std::lock_guard lock(mu_);
+  if (peers_.contains(peer.ordinal()) == enable) return false;
+  if (!info_.canAccessPeers)
+    fail(mtiaErrorNotSupported, "devices of driver '{}' cannot access each other's memory", driver_.name());
+  driver_.check(driver_.ops().deviceSetPeerAccess(driverDevice_, peer.driverDevice(), enable ? 1 : 0),
+                "changing peer access");
+  if (enable)
+    peers_.insert(peer.ordinal());
+  else
+    peers_.erase(peer.ordinal());
+  return true;
+}
+
+void Device::checkHealthy() const {
+  std::string why;
+  if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess)
+    fail(s, "device {} has a sticky fault: {}", ordinal_, why);
+}
+
+void Device::synchronize() const {
+  driver_.check(driver_.ops().deviceSynchronize(driverDevice_), "synchronizing the device");
+  checkHealthy();
+}
+
+}  // namespace mtia

@@ -1,0 +1,53 @@
+// Per-device context: the driver's view of the device, its default stream
+// and its allocator. Streams and memory start lazily, so reading properties
+// never starts a device.
+#pragma once
+
+#include "allocator/direct_allocator.hpp"
+#include "runtime/driver/driver.hpp"
+#include "streams/stream.hpp"
+
+#include <memory>
+#include <mutex>
+#include <set>
+
+namespace mtia {
+
+class Device {
+ public:
+  Device(const driver::Driver& driver, int ordinal, int32_t driverDevice);
+
+  int ordinal() const noexcept { return ordinal_; }
+  int32_t driverDevice() const noexcept { return driverDevice_; }
+  const mtiaDrvDeviceInfo& info() const noexcept { return info_; }
+
+  // The device's default stream; created (starting the device) on first use.
+  // Its handle is registered in the runtime's stream table by the caller.
+  streams::Stream& defaultStream();
+  std::shared_ptr<streams::Stream> defaultStreamShared();
+  allocator::DirectAllocator& memory();
+  // Like memory(), but null until something was allocated on the device.
+  allocator::DirectAllocator* memoryIfStarted() const;
+
+  // Grants (enable) or revokes kernel access from this device to peer's memory.
+  // Returns false when it was already in that state. Throws NotSupported when
+  // the driver's devices cannot access peers.
+  bool setPeerAccess(const Device& peer, bool enable);
+
+  // Throws the device's sticky fault, if it has one.
+  void checkHealthy() const;
+  // Waits for all work queued on the device, then reports a sticky fault.
+  void synchronize() const;
+
+ private:
+  const driver::Driver& driver_;
+  const int ordinal_;
+  const int32_t driverDevice_;
+  const mtiaDrvDeviceInfo info_;
+  mutable std::mutex mu_;
+  std::shared_ptr<streams::Stream> defaultStream_;
+  std::unique_ptr<allocator::DirectAllocator> memory_;
+  std::set<int> peers_;  // runtime ordinals this device's kernels may access
+};
+
+}  // namespace mtia

@@ -1,0 +1,39 @@
+// The C++ view of a loaded driver: the one choke point through which the
+// runtime touches a device. Every call checks the driver's status and turns
+// failures into Error with the driver's own message attached.
+#pragma once
+
+#include <mtia/mtia_driver.h>
+
+#include <string>
+
+namespace mtia::driver {
+
+class Driver {
+ public:
+  // ops must be validated and complete (loader.hpp). source says where the
+  // driver came from ("built-in sim", a path) for messages.
+  Driver(const mtiaDriverOps& ops, std::string source);
+
+  const mtiaDriverOps& ops() const noexcept { return ops_; }
+  const char* name() const noexcept { return name_; }
+  const std::string& source() const noexcept { return source_; }
+
+  // Throws Error(status, "<what>: <driver message>") unless status is success.
+  // Codes the ABI does not know become mtiaErrorDriver with the native code.
+  void check(mtiaError_t status, const char* what) const;
+
+  int32_t deviceCount() const;
+  mtiaDrvDeviceInfo deviceInfo(int32_t dev) const;
+  // The device's sticky fault as a status (mtiaSuccess when healthy), with
+  // the driver's explanation in *message when it is not.
+  mtiaError_t deviceStatus(int32_t dev, std::string* message) const;
+  uint64_t now() const;
+
+ private:
+  mtiaDriverOps ops_;
+  std::string source_;
+  const char* name_;
+};
+
+}  // namespace mtia::driver

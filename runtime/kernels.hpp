@@ -1,0 +1,60 @@
+// Modules and functions: handles over the driver's modules and kernels, and
+// the launch path. Built-in functions are looked up once and keep their
+// handle for the life of the process.
+#pragma once
+
+#include "runtime/core/handle_table.hpp"
+#include "runtime/driver/driver.hpp"
+#include "streams/stream.hpp"
+
+#include <mtia/mtia_types.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mtia {
+
+struct Function {
+  mtiaDrvKernel kernel = nullptr;
+  std::string name;
+  uint32_t numArgs = 0;
+  std::array<uint32_t, MTIA_DRIVER_MAX_KERNEL_ARGS> argSizes{};
+};
+
+struct Module {
+  mtiaDrvModule module = nullptr;
+  std::string path;
+  std::vector<uint64_t> functionHandles;  // invalidated when the module unloads
+};
+
+class Kernels {
+ public:
+  void attach(const driver::Driver* driver) noexcept { driver_ = driver; }
+
+  // Thread-safe. Throws NotFound (cannot load), InvalidHandle, as documented in mtia_runtime.h.
+  mtiaModule_t loadModule(const char* path);
+  void unloadModule(mtiaModule_t module);
+  mtiaFunction_t moduleFunction(mtiaModule_t module, const char* name);
+  mtiaFunction_t builtinFunction(const char* name);
+  // Throws InvalidHandle naming argName.
+  std::shared_ptr<Function> function(mtiaFunction_t fn, const char* argName = "fn") const;
+
+  // Validates the launch against the device's limits and queues it on stream.
+  void launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,
+              size_t sharedMem, streams::Stream& stream) const;
+
+ private:
+  mtiaFunction_t registerFunction(mtiaDrvKernel kernel, const std::string& name);
+
+  const driver::Driver* driver_ = nullptr;
+  mutable std::mutex mu_;
+  HandleTable<Module> modules_{kTagModule};
+  HandleTable<Function> functions_{kTagFunction};
+  std::map<std::string, mtiaFunction_t, std::less<>> builtins_;
+};
+
+}  // namespace mtia

@@ -1,0 +1,120 @@
+#include "runtime/memory_ops.hpp"
+
+#include "runtime/core/error.hpp"
+#include "runtime/core/sized_struct.hpp"
+
+#include <cstring>
+
+namespace mtia {
+namespace {
+
+const char* kindName(mtiaMemcpyKind k) {
+  switch (k) {
+    case mtiaMemcpyHostToHost: return "mtiaMemcpyHostToHost";
+    case mtiaMemcpyHostToDevice: return "mtiaMemcpyHostToDevice";
+    case mtiaMemcpyDeviceToHost: return "mtiaMemcpyDeviceToHost";
+    case mtiaMemcpyDeviceToDevice: return "mtiaMemcpyDeviceToDevice";
+    case mtiaMemcpyDefault: return "mtiaMemcpyDefault";
+  }
+  return "?";
+}
+
+// The device range [ptr, ptr + count) must lie inside its allocation.
+void checkRange(const char* arg, const void* ptr, size_t count, const DevicePointer& d) {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  const auto base = reinterpret_cast<uintptr_t>(d.allocation.base);
+  if (count > d.allocation.size - (p - base))
+    fail(mtiaErrorInvalidValue,
+         "{} range of {} bytes at {} runs past the end of its allocation ({} bytes at {} on device {})", arg, count, ptr,
+         d.allocation.size, d.allocation.base, d.device->ordinal());
+}
+
+void requireDevice(const char* arg, const void* ptr, const std::optional<DevicePointer>& d, mtiaMemcpyKind kind) {
+  if (!d) fail(mtiaErrorInvalidValue, "{} {} is not device memory, but kind is {}", arg, ptr, kindName(kind));
+}
+
+void requireHost(const char* arg, const void* ptr, const std::optional<DevicePointer>& d, mtiaMemcpyKind kind) {
+  if (d)
+    fail(mtiaErrorInvalidValue, "{} {} is device memory of device {}, but kind is {} (mtiaMemcpyDefault infers the kind)",
+         arg, ptr, d->device->ordinal(), kindName(kind));
+}
+
+void runAndWait(streams::Stream& s, const mtiaDrvCommand& cmd) { s.wait(s.submit(cmd)); }
+
+}  // namespace
+
+std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr) {
+  if (ptr == nullptr) return std::nullopt;
+  for (int i = 0; i < rt.deviceCount(); ++i) {
+    Device& dev = rt.device(i);
+    if (allocator::DirectAllocator* mem = dev.memoryIfStarted())
+      if (auto a = mem->find(ptr)) return DevicePointer{&dev, *a};
+  }
+  return std::nullopt;
+}
+
+void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
+  if (static_cast<unsigned>(kind) > mtiaMemcpyDefault)
+    fail(mtiaErrorInvalidValue, "kind {} is not an mtiaMemcpyKind (0 to 4)", static_cast<int>(kind));
+  if (count == 0) return;
+  requireNonNull(dst, "dst");
+  requireNonNull(src, "src");
+  const auto d = findDevicePointer(rt, dst);
+  const auto s = findDevicePointer(rt, src);
+  switch (kind) {
+    case mtiaMemcpyHostToDevice: requireDevice("dst", dst, d, kind); requireHost("src", src, s, kind); break;
+    case mtiaMemcpyDeviceToHost: requireHost("dst", dst, d, kind); requireDevice("src", src, s, kind); break;
+    case mtiaMemcpyDeviceToDevice: requireDevice("dst", dst, d, kind); requireDevice("src", src, s, kind); break;
+    case mtiaMemcpyHostToHost: requireHost("dst", dst, d, kind); requireHost("src", src, s, kind); break;
+    case mtiaMemcpyDefault: break;
+  }
+  if (d) checkRange("dst", dst, count, *d);
+  if (s) checkRange("src", src, count, *s);
+  const auto dp = reinterpret_cast<uintptr_t>(dst), sp = reinterpret_cast<uintptr_t>(src);
+  if (dp < sp + count && sp < dp + count) fail(mtiaErrorInvalidValue, "dst and src ranges of {} bytes overlap", count);
+
+  Device* dev = d ? d->device : s ? s->device : nullptr;
+  if (dev == nullptr) {
+    if (rt.deviceCount() == 0) {  // host to host with no device to order against
+      std::memcpy(dst, src, count);
+      return;
+    }
+    dev = &rt.currentDevice();
+  }
+  mtiaDrvCommand cmd{};
+  cmd.type = mtiaDrvCmdCopy;
+  cmd.u.copy.dst = dst;
+  cmd.u.copy.src = src;
+  cmd.u.copy.size = count;
+  runAndWait(*rt.defaultStream(*dev), cmd);
+}
+
+void fillSync(Runtime& rt, void* ptr, int value, size_t count) {
+  if (count == 0) return;
+  requireNonNull(ptr, "ptr");
+  const auto d = findDevicePointer(rt, ptr);
+  if (!d) fail(mtiaErrorInvalidValue, "ptr {} is not device memory", ptr);
+  checkRange("ptr", ptr, count, *d);
+  mtiaDrvCommand cmd{};
+  cmd.type = mtiaDrvCmdFill;
+  cmd.u.fill.dst = ptr;
+  cmd.u.fill.size = count;
+  cmd.u.fill.value = static_cast<unsigned char>(value);
+  runAndWait(*rt.defaultStream(*d->device), cmd);
+}
+
+void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out) {
+  mtiaPointerAttributes a{};
+  a.structSize = sizeof(a);
+  a.type = mtiaMemoryTypeUnregistered;
+  a.device = -1;
+  if (auto d = findDevicePointer(rt, ptr)) {
+    a.type = mtiaMemoryTypeDevice;
+    a.device = d->device->ordinal();
+    a.base = d->allocation.base;
+    a.size = d->allocation.size;
+  }
+  writeSized(out, a);
+}
+
+}  // namespace mtia

@@ -1,0 +1,28 @@
+// Synchronous memory operations at the ABI: pointer classification, range
+// checks against the allocation a pointer lies in, copies and fills ordered
+// on the default stream of the device involved.
+#pragma once
+
+#include "allocator/direct_allocator.hpp"
+#include "runtime/runtime.hpp"
+
+#include <mtia/mtia_types.h>
+
+#include <optional>
+
+namespace mtia {
+
+struct DevicePointer {
+  Device* device;
+  allocator::Allocation allocation;
+};
+
+// The device allocation ptr lies in, if any. Thread-safe, non-blocking.
+std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr);
+
+// Throws InvalidValue naming the argument (see mtiaMemcpy / mtiaMemset).
+void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
+void fillSync(Runtime& rt, void* ptr, int value, size_t count);
+void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out);
+
+}  // namespace mtia

@@ -1,0 +1,58 @@
+// The process-wide runtime: the loaded driver, the visible devices, the
+// handle tables and the per-thread state. Initialised once, lazily, by the
+// first ABI call that needs it; a failed initialisation is remembered and
+// reported by every later call.
+#pragma once
+
+#include "runtime/core/handle_table.hpp"
+#include "runtime/core/options.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver/driver.hpp"
+#include "runtime/kernels.hpp"
+#include "streams/stream.hpp"
+
+#include <mtia/mtia_types.h>
+
+#include <memory>
+#include <vector>
+
+namespace mtia {
+
+class Runtime {
+ public:
+  // The runtime, initialising it on first use. Thread-safe.
+  // Throws Error(InitializationError) when initialisation failed.
+  static Runtime& instance();
+  // The runtime, or null when initialisation failed. Never throws.
+  static Runtime* tryInstance() noexcept;
+
+  const driver::Driver& driver() const noexcept { return *driver_; }
+  const RuntimeOptions& options() const noexcept { return options_; }
+  int deviceCount() const noexcept { return static_cast<int>(devices_.size()); }
+  // Throws NoDevice (no devices) or InvalidDevice naming argName.
+  Device& device(int ordinal, const char* argName = "dev");
+  Device& currentDevice();
+
+  // Streams: NULL is the current thread's current stream on the current device.
+  std::shared_ptr<streams::Stream> stream(mtiaStream_t handle, const char* argName = "stream");
+  std::shared_ptr<streams::Stream> defaultStream(Device& dev);
+  mtiaStream_t defaultStreamHandle(Device& dev);
+
+  Kernels& kernels() noexcept { return kernels_; }
+
+ private:
+  Runtime();
+
+  RuntimeOptions options_;
+  std::unique_ptr<driver::Driver> driver_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  HandleTable<streams::Stream> streams_{kTagStream};
+  std::vector<uint64_t> defaultStreamHandles_;  // per device, 0 until created
+  std::mutex defaultStreamsMu_;
+  Kernels kernels_;
+};
+
+// The calling thread's current device ordinal (0 until set).
+int& currentDeviceOrdinal() noexcept;
+
+}  // namespace mtia

@@ -1,0 +1,51 @@
+// A stream: an in-order queue of device work on one device, backed by one
+// driver queue. Completion is tracked by the driver's per-queue command
+// numbers, so "has everything enqueued so far finished" is one comparison.
+#pragma once
+
+#include "runtime/driver/driver.hpp"
+
+#include <atomic>
+#include <cstdint>
+
+namespace mtia::streams {
+
+class Stream {
+ public:
+  // device: the runtime's ordinal; driverDevice: the driver's.
+  Stream(const driver::Driver& driver, int device, int32_t driverDevice, int priority, unsigned flags);
+  ~Stream();  // releases the driver queue; queued work still runs
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  int device() const noexcept { return device_; }
+  int32_t driverDevice() const noexcept { return driverDevice_; }
+  int priority() const noexcept { return priority_; }
+  unsigned flags() const noexcept { return flags_; }
+  mtiaDrvQueue queue() const noexcept { return queue_; }
+
+  // Queues cmd; returns its command number. Thread-safe, non-blocking.
+  // Throws Error (sticky device fault, malformed command).
+  uint64_t submit(const mtiaDrvCommand& cmd);
+  // Number of the last command submitted so far (0: none).
+  uint64_t lastSubmitted() const noexcept { return lastSubmitted_.load(std::memory_order_acquire); }
+  // Whether command seq has completed. Thread-safe, non-blocking.
+  bool completed(uint64_t seq) const;
+  // Whether everything submitted before the call has completed.
+  bool idle() const { return completed(lastSubmitted()); }
+  // Blocks until command seq completed; throws the device's sticky fault.
+  void wait(uint64_t seq, bool sleep = false) const;
+  // Blocks until everything submitted before the call completed.
+  void synchronize(bool sleep = false) const { wait(lastSubmitted(), sleep); }
+
+ private:
+  const driver::Driver& driver_;
+  const int device_;
+  const int32_t driverDevice_;
+  const int priority_;
+  const unsigned flags_;
+  mtiaDrvQueue queue_ = nullptr;
+  std::atomic<uint64_t> lastSubmitted_{0};
+};
+
+}  // namespace mtia::streams
