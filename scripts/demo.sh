@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds with CMake into build/, runs the demo on
+# the simulated device, then mtia-smi.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
+
+BUILD_DIR=build
+DEMO=tools/mtia-demo # target path inside the build directory
+SMI=tools/mtia-smi
+
+mtia_step "install dependencies"
+bash scripts/install-deps.sh
+
+mtia_step "configure (CMake, RelWithDebInfo) in $BUILD_DIR/"
+mtia_cmake_configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# Only the programs the demo runs (and what they link), not the tests.
+targets=("$DEMO")
+if ninja -C "$BUILD_DIR" -t query "$SMI" >/dev/null 2>&1; then targets+=("$SMI"); fi
+mtia_step "build ${targets[*]}"
+cmake --build "$BUILD_DIR" -j "$MTIA_JOBS" --target "${targets[@]##*/}"
+
+mtia_step "run $BUILD_DIR/$DEMO"
+[[ -x "$BUILD_DIR/$DEMO" ]] || { echo "demo: $BUILD_DIR/$DEMO was not built" >&2; exit 1; }
+"$BUILD_DIR/$DEMO"
+
+mtia_step "run $BUILD_DIR/$SMI"
+if [[ -x "$BUILD_DIR/$SMI" ]]; then
+  "$BUILD_DIR/$SMI"
+else
+  echo "mtia-smi is not built yet (no $SMI target in this tree); skipped"
+fi
+mtia_step_end

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs the whole test suite three
+# ways, each stage failing the run:
+#   1. Meson build in build-meson/        (meson test)
+#   2. CMake ASan+UBSan build in build-asan/ (ctest)
+#   3. CMake RelWithDebInfo build in build/  (ctest, last: the run ends with
+#      ctest's summary)
+# Environment: MTIA_SKIP_SANITIZERS=1 skips stage 2, MTIA_SKIP_MESON=1 skips
+# stage 1 (quick local runs); MTIA_JOBS (default 2) sets the parallelism.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh
+
+mtia_step "install dependencies"
+bash scripts/install-deps.sh
+
+if [[ "${MTIA_SKIP_MESON:-0}" == 1 ]]; then
+  echo "MTIA_SKIP_MESON=1: Meson stage skipped"
+else
+  mtia_step "meson: configure build-meson/"
+  if [[ -f build-meson/meson-private/coredata.dat ]]; then
+    meson setup --wipe build-meson
+  else
+    rm -rf build-meson
+    meson setup build-meson
+  fi
+  mtia_step "meson: compile"
+  meson compile -C build-meson -j "$MTIA_JOBS"
+  mtia_step "meson: test"
+  meson test -C build-meson --print-errorlogs --num-processes "$MTIA_JOBS"
+fi
+
+if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
+  echo "MTIA_SKIP_SANITIZERS=1: ASan+UBSan stage skipped"
+else
+  mtia_step "asan+ubsan: configure build-asan/"
+  mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_SANITIZE=address,undefined \
+    -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
+  mtia_step "asan+ubsan: build"
+  cmake --build build-asan -j "$MTIA_JOBS"
+  mtia_step "asan+ubsan: ctest"
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_init_order=1:detect_stack_use_after_return=0" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+    ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
+fi
+
+mtia_step "cmake: configure build/"
+mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+mtia_step "cmake: build"
+cmake --build build -j "$MTIA_JOBS"
+mtia_step_end
+mtia_print_times
+
+# Last: the run's output ends with ctest's summary.
+mtia_step "cmake: ctest"
+ctest --test-dir build --output-on-failure -j "$MTIA_JOBS"
