@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include "runtime/core/api_guard.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/driver/loader.hpp"
@@ -58,6 +59,7 @@ Runtime::Runtime() {
     devices_.push_back(std::make_unique<Device>(*driver_, static_cast<int>(i), ordinals[i]));
   defaultStreamHandles_.assign(devices_.size(), 0);
   kernels_.attach(driver_.get());
+  setDeviceThreadProbe(driver_->ops().isDriverThread);
 }
 
 Runtime& Runtime::instance() {

@@ -173,6 +173,9 @@ typedef struct mtiaDriverOps {
   mtiaError_t (*kernelGetInfo)(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* argSizes);
   /* Lets kernels of dev access peer's memory (enable 1) or not (0). */
   mtiaError_t (*deviceSetPeerAccess)(int32_t dev, int32_t peer, int32_t enable);
+  /* 1 when the calling thread is one of the driver's execution threads (running a kernel or host
+   * function), else 0. The runtime refuses to be re-entered from such threads. Must be cheap. */
+  int32_t (*isDriverThread)(void);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

@@ -8,6 +8,7 @@
 
 #include <mtia/mtia_types.h>
 
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <type_traits>
@@ -17,6 +18,10 @@ namespace mtia {
 // True while this thread runs device work (a host function or kernel) for a
 // driver; the runtime must not be re-entered from there.
 bool inDeviceCallback() noexcept;
+
+// Installs a check for "this thread is a driver's execution thread", so calls
+// from kernels and host functions the driver runs are refused as well.
+void setDeviceThreadProbe(int32_t (*probe)()) noexcept;
 
 // Marks the current thread as running device work for its lifetime.
 class DeviceCallbackScope {

@@ -20,6 +20,7 @@ mtiaError_t noModuleUnload(mtiaDrvModule) { return mtiaErrorNotSupported; }
 mtiaError_t noModuleGetKernel(mtiaDrvModule, const char*, mtiaDrvKernel*) { return mtiaErrorNotSupported; }
 mtiaError_t noKernelGetInfo(mtiaDrvKernel, uint32_t*, uint32_t*) { return mtiaErrorNotSupported; }
 mtiaError_t noPeerAccess(int32_t, int32_t, int32_t) { return mtiaErrorNotSupported; }
+int32_t noDriverThreads() { return 0; }
 
 struct Entry {
   const char* name;
@@ -100,6 +101,7 @@ void validateOps(mtiaDriverOps& ops, const std::string& source) {
   if (!ops.moduleGetKernel) ops.moduleGetKernel = noModuleGetKernel;
   if (!ops.kernelGetInfo) ops.kernelGetInfo = noKernelGetInfo;
   if (!ops.deviceSetPeerAccess) ops.deviceSetPeerAccess = noPeerAccess;
+  if (!ops.isDriverThread) ops.isDriverThread = noDriverThreads;
 }
 
 std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const BuiltinDriver> builtins,

@@ -1,0 +1,50 @@
+/* The runtime driven through an out-of-tree driver loaded by path
+ * (MTIA_DRIVER). Modes: good | wrong_major | missing_submit. */
+#include "../capi/capi_check.h"
+
+static void good(void) {
+  const char* name = NULL;
+  int count = 0;
+  mtiaDeviceProp p = MTIA_DEVICE_PROP_INIT;
+  mtiaFunction_t fn = NULL;
+  char in[100], out[100];
+  void* d = NULL;
+  size_t free_mem, total;
+  int i;
+  for (i = 0; i < 100; ++i) in[i] = (char)i;
+  CHECK_OK(mtiaDriverGetName(&name));
+  CHECK_TRUE(name && strcmp(name, "minimal") == 0);
+  CHECK_OK(mtiaGetDeviceCount(&count));
+  CHECK_TRUE(count == 1);
+  CHECK_OK(mtiaGetDeviceProperties(&p, 0));
+  CHECK_TRUE(strcmp(p.name, "Minimal Test Device") == 0 && strcmp(p.pciBusId, "0000:42:00.0") == 0);
+  CHECK_OK(mtiaMalloc(&d, sizeof in));
+  CHECK_OK(mtiaMemGetInfo(&free_mem, &total));
+  CHECK_TRUE(total - free_mem == 64 * 1024); /* one granule */
+  CHECK_OK(mtiaMemcpy(d, in, sizeof in, mtiaMemcpyHostToDevice));
+  CHECK_OK(mtiaMemset(d, 7, 10));
+  CHECK_OK(mtiaMemcpy(out, d, sizeof out, mtiaMemcpyDeviceToHost));
+  CHECK_TRUE(out[9] == 7 && out[10] == 10 && out[99] == 99);
+  CHECK_OK(mtiaDeviceSynchronize());
+  CHECK_OK(mtiaFree(d));
+  /* Optional entries the driver left out answer "not supported". */
+  CHECK_STATUS(mtiaErrorNotSupported, mtiaGetBuiltinFunction(&fn, "fill_f32"));
+  CHECK_MESSAGE("not supported");
+}
+
+static void refused(const char* needle) {
+  int count = -1;
+  CHECK_OK(mtiaGetDeviceCount(&count));
+  CHECK_TRUE(count == 0);
+  CHECK_STATUS(mtiaErrorInitializationError, mtiaInit(0));
+  CHECK_MESSAGE(needle);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "good";
+  if (strcmp(mode, "good") == 0) good();
+  else if (strcmp(mode, "wrong_major") == 0) refused("driver ABI 2.0");
+  else if (strcmp(mode, "missing_submit") == 0) refused("'queueSubmit'");
+  else return 2;
+  return capi_summary();
+}

@@ -1,0 +1,168 @@
+#include "runtime/core/error.hpp"
+#include "runtime/driver/loader.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace mtia::driver {
+namespace {
+
+// A fake driver whose table the tests bend in different ways.
+mtiaError_t fakeInit(uint32_t) { return mtiaSuccess; }
+mtiaError_t failingInit(uint32_t) { return mtiaErrorInvalidValue; }
+const char* fakeName() { return "fake"; }
+const char* fakeMessage() { return "FAKE_SIM_MEMORY='x' is bad"; }
+mtiaError_t fakeCount(int32_t* n) {
+  *n = 3;
+  return mtiaSuccess;
+}
+mtiaError_t fakeInfo(int32_t, mtiaDrvDeviceInfo*) { return mtiaSuccess; }
+mtiaError_t fakeDev(int32_t) { return mtiaSuccess; }
+mtiaError_t fakeMemInfo(int32_t, uint64_t*, uint64_t*) { return mtiaSuccess; }
+mtiaError_t fakeVaReserve(int32_t, uint64_t, uint64_t, void**) { return mtiaSuccess; }
+mtiaError_t fakeVaRelease(int32_t, void*, uint64_t) { return mtiaSuccess; }
+mtiaError_t fakeMemCreate(int32_t, uint64_t, mtiaDrvMem*) { return mtiaSuccess; }
+mtiaError_t fakeMemRelease(mtiaDrvMem) { return mtiaSuccess; }
+mtiaError_t fakeMap(void*, uint64_t, mtiaDrvMem, uint64_t) { return mtiaSuccess; }
+mtiaError_t fakeUnmap(void*, uint64_t) { return mtiaSuccess; }
+mtiaError_t fakeQueueCreate(int32_t, int32_t, uint32_t, mtiaDrvQueue*) { return mtiaSuccess; }
+mtiaError_t fakeQueueDestroy(mtiaDrvQueue) { return mtiaSuccess; }
+mtiaError_t fakeSubmit(mtiaDrvQueue, const mtiaDrvCommand*, uint64_t*) { return mtiaSuccess; }
+mtiaError_t fakeQuery(mtiaDrvQueue, uint64_t*) { return mtiaSuccess; }
+mtiaError_t fakeWait(mtiaDrvQueue, uint64_t, uint32_t) { return mtiaSuccess; }
+
+mtiaDriverOps completeOps() {
+  mtiaDriverOps o{};
+  o.version = MTIA_DRIVER_API_VERSION;
+  o.structSize = sizeof(o);
+  o.init = fakeInit;
+  o.getName = fakeName;
+  o.deviceGetCount = fakeCount;
+  o.deviceGetInfo = fakeInfo;
+  o.deviceGetStatus = fakeDev;
+  o.deviceSynchronize = fakeDev;
+  o.memGetInfo = fakeMemInfo;
+  o.vaReserve = fakeVaReserve;
+  o.vaRelease = fakeVaRelease;
+  o.memCreate = fakeMemCreate;
+  o.memRelease = fakeMemRelease;
+  o.memMap = fakeMap;
+  o.memUnmap = fakeUnmap;
+  o.queueCreate = fakeQueueCreate;
+  o.queueDestroy = fakeQueueDestroy;
+  o.queueSubmit = fakeSubmit;
+  o.queueQuery = fakeQuery;
+  o.queueWait = fakeWait;
+  o.lastErrorMessage = fakeMessage;
+  return o;
+}
+
+mtiaError_t goodGetOps(uint32_t apiVersion, mtiaDriverOps* ops) {
+  if (MTIA_DRIVER_API_MAJOR(apiVersion) != MTIA_DRIVER_API_VERSION_MAJOR) return mtiaErrorNotSupported;
+  mtiaDriverOps o = completeOps();
+  std::memcpy(ops, &o, std::min<size_t>(ops->structSize, sizeof(o)));
+  return mtiaSuccess;
+}
+mtiaError_t refusingGetOps(uint32_t, mtiaDriverOps*) { return mtiaErrorNotSupported; }
+mtiaError_t failingInitGetOps(uint32_t v, mtiaDriverOps* ops) {
+  goodGetOps(v, ops);
+  ops->init = failingInit;
+  return mtiaSuccess;
+}
+
+std::string initErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), mtiaErrorInitializationError) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(DriverLoader, ValidTableLoadsAndFillsOptionalEntries) {
+  mtiaDriverOps o = completeOps();
+  validateOps(o, "test");
+  ASSERT_NE(o.moduleLoad, nullptr);
+  mtiaDrvModule m = nullptr;
+  EXPECT_EQ(o.moduleLoad("x", &m), mtiaErrorNotSupported);
+  EXPECT_EQ(o.deviceSetPeerAccess(0, 1, 1), mtiaErrorNotSupported);
+  uint64_t ns = 0;
+  EXPECT_EQ(o.clockNow(&ns), mtiaErrorNotSupported);
+  EXPECT_STREQ(o.lastErrorMessage(), "FAKE_SIM_MEMORY='x' is bad");
+}
+
+TEST(DriverLoader, AnotherMajorVersionIsRefused) {
+  mtiaDriverOps o = completeOps();
+  o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR + 1, 0);
+  std::string m = initErrorOf([&] { validateOps(o, "d.so"); });
+  EXPECT_NE(m.find("driver ABI 2.0"), std::string::npos) << m;
+}
+
+TEST(DriverLoader, MissingMandatoryEntryIsNamed) {
+  mtiaDriverOps o = completeOps();
+  o.queueSubmit = nullptr;
+  std::string m = initErrorOf([&] { validateOps(o, "d.so"); });
+  EXPECT_NE(m.find("'queueSubmit'"), std::string::npos) << m;
+}
+
+TEST(DriverLoader, TableSizeOutOfRangeIsRefused) {
+  mtiaDriverOps o = completeOps();
+  o.structSize = 16;
+  EXPECT_NE(initErrorOf([&] { validateOps(o, "d.so"); }).find("16 bytes"), std::string::npos);
+  o.structSize = sizeof(o) + 8;
+  initErrorOf([&] { validateOps(o, "d.so"); });
+}
+
+TEST(DriverLoader, OlderMinorTableGetsDefaultsPastItsEnd) {
+  mtiaDriverOps o = completeOps();
+  o.structSize = offsetof(mtiaDriverOps, lastErrorMessage);  // mandatory part only
+  o.moduleLoad = reinterpret_cast<decltype(o.moduleLoad)>(0x1);  // past the end: must be ignored
+  validateOps(o, "old.so");
+  mtiaDrvModule m = nullptr;
+  EXPECT_EQ(o.moduleLoad("x", &m), mtiaErrorNotSupported);
+  EXPECT_STREQ(o.lastErrorMessage(), "");
+}
+
+TEST(DriverLoader, BuiltinsAreChosenByEmptySpecOrName) {
+  const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
+  auto d = loadDriver("", builtins, "");
+  EXPECT_STREQ(d->name(), "fake");
+  EXPECT_EQ(d->deviceCount(), 3);
+  EXPECT_STREQ(loadDriver("fake", builtins, "")->name(), "fake");
+}
+
+TEST(DriverLoader, UnknownNamesAndPathsFailNamingMtiaDriver) {
+  const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
+  std::string m = initErrorOf([&] { loadDriver("nosuch", builtins, "/nonexistent"); });
+  EXPECT_NE(m.find("MTIA_DRIVER='nosuch'"), std::string::npos) << m;
+  EXPECT_NE(m.find("mtia_driver_nosuch.so"), std::string::npos) << m;
+  m = initErrorOf([&] { loadDriver("/nonexistent/driver.so", builtins, ""); });
+  EXPECT_NE(m.find("/nonexistent/driver.so"), std::string::npos) << m;
+}
+
+TEST(DriverLoader, RefusalAndInitFailureAreReported) {
+  const BuiltinDriver refusing[] = {{"r", refusingGetOps}};
+  EXPECT_NE(initErrorOf([&] { loadDriver("", refusing, ""); }).find("refused"), std::string::npos);
+  const BuiltinDriver failing[] = {{"f", failingInitGetOps}};
+  std::string m = initErrorOf([&] { loadDriver("", failing, ""); });
+  EXPECT_NE(m.find("FAKE_SIM_MEMORY='x' is bad"), std::string::npos) << m;
+}
+
+TEST(DriverLoader, UnknownDriverCodesBecomeDriverErrors) {
+  const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
+  auto d = loadDriver("", builtins, "");
+  try {
+    d->check(static_cast<mtiaError_t>(4242), "doing a thing");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), mtiaErrorDriver);
+    EXPECT_NE(std::string(e.what()).find("native code 4242"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mtia::driver
