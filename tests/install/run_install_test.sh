@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# run_install_test.sh cmake|meson BUILD_DIR
+#
+# Proves that outside programs can use the INSTALLED runtime. Installs the
+# finished build BUILD_DIR into a temporary tree, then, against that tree only:
+#   1. compiles consumer.c with cc -std=c99 -pedantic and pkg-config's flags
+#      for `mtia`, and runs it;
+#   2. builds and runs cmake_consumer/ (find_package(mtia) -> mtia::mtia);
+#   3. builds and runs meson_consumer/ (dependency('mtia') via pkg-config).
+# cmake: `cmake --install BUILD_DIR --prefix TMP`; meson: `DESTDIR=TMP meson
+# install`, read through PKG_CONFIG_SYSROOT_DIR.
+# Environment: CC, CMAKE, MESON (the tools); MTIA_TEST_CFLAGS (e.g.
+# -fsanitize=address,undefined for a sanitized build: added to every consumer
+# compile and link so that the sanitizer runtime loads first).
+set -euo pipefail
+
+if (($# != 2)) || [[ "$1" != cmake && "$1" != meson ]] || [[ ! -d "$2" ]]; then
+  echo "usage: $0 cmake|meson BUILD_DIR" >&2
+  exit 2
+fi
+system="$1"
+build="$(cd "$2" && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cc="${CC:-cc}"
+cmake_tool="${CMAKE:-cmake}"
+meson_tool="${MESON:-meson}"
+read -r -a extra_flags <<<"${MTIA_TEST_CFLAGS:-}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+fail() {
+  echo "install test FAILED: $*" >&2
+  exit 1
+}
+# quietly CMD...: runs CMD, showing its output only when it fails.
+quietly() {
+  local log="$work/quiet.log"
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    fail "$*"
+  fi
+}
+
+step "install the $system build $build"
+if [[ "$system" == cmake ]]; then
+  root="$work/prefix"
+  quietly "$cmake_tool" --install "$build" --prefix "$root"
+  sysroot=""
+else
+  root="$work/destdir"
+  quietly env DESTDIR="$root" "$meson_tool" install -C "$build" --no-rebuild
+  sysroot="$root"
+fi
+(cd "$root" && find . -type f -o -type l | sort | sed 's|^\./|  |')
+
+pc="$(find "$root" -path '*/pkgconfig/mtia.pc' | head -n 1)"
+[[ -n "$pc" ]] || fail "no pkgconfig/mtia.pc in the install tree"
+export PKG_CONFIG_PATH="${pc%/mtia.pc}"
+if [[ -n "$sysroot" ]]; then export PKG_CONFIG_SYSROOT_DIR="$sysroot"; fi
+read -r -a pc_cflags <<<"$(pkg-config --cflags mtia)"
+read -r -a pc_libs <<<"$(pkg-config --libs mtia)"
+echo "pkg-config mtia: ${pc_cflags[*]} ${pc_libs[*]}"
+
+# The flags must lead into the install tree, not to the sources or the build.
+under_root() { [[ "$(realpath -m "$1")" == "$(realpath "$root")"/* ]]; }
+libdir=""
+for flag in "${pc_cflags[@]}"; do
+  if [[ "$flag" == -I* ]]; then
+    if ! under_root "${flag#-I}" || [[ ! -f "${flag#-I}/mtia/mtia.h" ]]; then
+      fail "pkg-config --cflags mtia gives $flag, not the installed include folder with mtia/mtia.h"
+    fi
+  fi
+done
+for flag in "${pc_libs[@]}"; do
+  if [[ "$flag" == -L* && -z "$libdir" ]]; then libdir="${flag#-L}"; fi
+done
+if [[ -z "$libdir" || ! -e "$libdir/libmtia.so" ]] || ! under_root "$libdir"; then
+  fail "pkg-config --libs mtia gives no -L folder of the install tree holding libmtia.so (${pc_libs[*]})"
+fi
+libdir="$(realpath "$libdir")"
+
+# run_consumer EXE: runs it against the installed library and checks that
+# this is the library it loaded.
+run_consumer() {
+  local exe="$1" loaded
+  loaded="$(LD_LIBRARY_PATH="$libdir" ldd "$exe" | awk '/libmtia\.so/ { print $3 }')"
+  if [[ -z "$loaded" ]] || ! under_root "$loaded"; then
+    fail "$exe loads libmtia from '${loaded:-nowhere}', not the install tree"
+  fi
+  LD_LIBRARY_PATH="$libdir" "$exe" || fail "$exe exited with status $?"
+}
+
+step "1. cc -std=c99 -pedantic consumer.c \$(pkg-config --cflags --libs mtia)"
+# shellcheck disable=SC2086 # CC may carry flags
+$cc -std=c99 -pedantic -Wall -Wextra -Werror "${extra_flags[@]}" "${pc_cflags[@]}" \
+  "$here/consumer.c" -o "$work/consumer" "${pc_libs[@]}" || fail "compiling consumer.c"
+run_consumer "$work/consumer"
+
+step "2. CMake consumer: find_package(mtia) -> mtia::mtia"
+config="$(find "$root" -name mtiaConfig.cmake | head -n 1)"
+[[ -n "$config" ]] || fail "no mtiaConfig.cmake in the install tree"
+prefix="$(pkg-config --variable=prefix mtia)"
+if [[ -n "$sysroot" && "$prefix" != "$sysroot"/* ]]; then prefix="$sysroot$prefix"; fi
+quietly "$cmake_tool" -S "$here/cmake_consumer" -B "$work/cmake-consumer" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
+  -DCMAKE_C_COMPILER="${cc%% *}" -DCMAKE_C_FLAGS="${extra_flags[*]}"
+grep -h '^-- mtia ' "$work/quiet.log" || true
+quietly "$cmake_tool" --build "$work/cmake-consumer"
+run_consumer "$work/cmake-consumer/consumer"
+
+step "3. Meson consumer: dependency('mtia') through pkg-config"
+quietly env CC="$cc" CFLAGS="${extra_flags[*]}" LDFLAGS="${extra_flags[*]}" \
+  "$meson_tool" setup "$work/meson-consumer" "$here/meson_consumer"
+grep -h 'Run-time dependency mtia' "$work/quiet.log" || true
+quietly "$meson_tool" compile -C "$work/meson-consumer"
+run_consumer "$work/meson-consumer/consumer"
+
+echo
+echo "install test ($system): the installed headers, libmtia.so, mtia.pc and CMake package work"
