@@ -39,8 +39,9 @@ else
   mtia_step "asan+ubsan: build"
   cmake --build build-asan -j "$MTIA_JOBS"
   mtia_step "asan+ubsan: ctest"
-  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_init_order=1:detect_stack_use_after_return=0" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+  # A caller's own settings come last and win.
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
 fi
 
