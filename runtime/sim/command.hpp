@@ -1,0 +1,66 @@
+// A submitted command as the engines see it: the caller's command plus what
+// submit had to take with it (argument values, references that keep a module
+// or a wait target alive until the command completed).
+#pragma once
+
+#include "kernels.hpp"
+
+#include <mtia/mtia_driver.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mtia::sim {
+
+class Queue;
+
+// Copies of a launch's argument values. Small launches (all built-ins) stay inline, so submitting
+// them allocates nothing.
+class ArgumentCopy {
+ public:
+  ArgumentCopy() = default;
+  ArgumentCopy(ArgumentCopy&& other) noexcept;
+  ArgumentCopy& operator=(ArgumentCopy&& other) noexcept;
+
+  // Packs each args[i] (sizes from kernel) at the kernel's offsets.
+  void assign(const Kernel& kernel, void* const* args);
+  // Pointers to each copied argument, as the kernel receives them.
+  void pointers(const Kernel& kernel, void** out);
+
+ private:
+  static constexpr size_t kInlineBytes = 64;
+  unsigned char* data() { return heap_ ? heap_.get() : inline_; }
+
+  alignas(16) unsigned char inline_[kInlineBytes];
+  std::unique_ptr<unsigned char[]> heap_;
+  uint32_t bytes_ = 0;
+};
+
+struct Command {
+  uint64_t seq = 0;
+  mtiaDrvCommand cmd{};  // u.kernel.args is not used after submit: see args
+  const Kernel* kernel = nullptr;
+  bool injectFault = false;       // MTIA_SIM_FAULTS picked this launch
+  std::shared_ptr<Module> module;  // keeps a module kernel's code loaded until the command completed
+  std::shared_ptr<Queue> waitTarget;
+  ArgumentCopy args;
+};
+
+// FIFO of commands in a ring that only grows: steady-state submission allocates nothing. Not thread-safe.
+class CommandRing {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  Command& front() { return slots_[head_]; }
+  void push(Command&& command);
+  void pop(Command& out);
+
+ private:
+  std::vector<Command> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace mtia::sim

@@ -1,0 +1,55 @@
+// The simulator's configuration: read once from the environment by init, but
+// parsed by a pure function so that every accepted and rejected form can be
+// tested without touching the process environment.
+#pragma once
+
+#include "faults.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mtia::sim {
+
+inline constexpr uint64_t kMiB = 1ull << 20;
+inline constexpr uint64_t kGiB = 1ull << 30;
+inline constexpr uint64_t kTiB = 1ull << 40;
+// Physical allocations, reservations and mappings are multiples of this.
+inline constexpr uint64_t kGranularity = 2 * kMiB;
+inline constexpr int32_t kMaxDevices = 64;
+inline constexpr int32_t kMaxEngines = 64;
+inline constexpr uint64_t kMinMemory = kMiB;
+// Each device reserves four times its memory as address space; 4 TiB keeps a full machine of
+// devices inside the 128 TiB a process can address.
+inline constexpr uint64_t kMaxMemory = 4 * kTiB;
+
+struct Config {
+  int32_t devices = 2;
+  uint64_t memoryBytes = 16 * kGiB;  // per device, a multiple of kGranularity
+  int32_t engines = 4;
+  bool bindEngines = false;
+  FaultPlan faults;
+  std::string machine;  // MTIA_SIM_MACHINE: names the simulated machine (part of the uuids)
+};
+
+// Returns the value of an environment variable, or nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+struct ConfigResult {
+  std::optional<Config> config;  // set on success
+  std::string error;             // names the variable, the bad value and what is accepted
+};
+
+ConfigResult parseConfig(const EnvLookup& lookup);
+ConfigResult parseConfig(const std::map<std::string, std::string>& variables);
+ConfigResult configFromEnvironment();
+
+// Decimal digits only: no sign, no spaces, no trailing characters, no overflow.
+std::optional<uint64_t> parseUnsigned(std::string_view text);
+// Bytes with an optional binary suffix: 1073741824, 1G, 1GB, 1GiB, 512MiB, 64k (K, M, G, T in any case).
+std::optional<uint64_t> parseByteSize(std::string_view text);
+
+}  // namespace mtia::sim

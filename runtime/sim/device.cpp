@@ -1,0 +1,115 @@
+#include "device.hpp"
+
+#include "error.hpp"
+#include "faults.hpp"
+#include "identity.hpp"
+#include "machine.hpp"
+#include "topology.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+
+namespace mtia::sim {
+
+Device::Device(Machine& machine, int32_t index, const Config& config, const FaultInjector& faults)
+    : machine_(machine),
+      index_(index),
+      config_(config),
+      faults_(faults),
+      memory_(index, config.memoryBytes),
+      scheduler_(*this, config.engines, config.bindEngines) {}
+
+mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
+  uint64_t vaBase = 0, vaSize = 0;
+  if (mtiaError_t err = memory_.addressRange(&vaBase, &vaSize); err != mtiaSuccess) return err;
+  info = mtiaDrvDeviceInfo{};
+  info.structSize = sizeof(info);
+  std::snprintf(info.name, sizeof(info.name), "MTIA Sim Device");
+  const std::array<uint8_t, 16> uuid = deviceUuid(config_, index_);
+  std::memcpy(info.uuid, uuid.data(), uuid.size());
+  std::snprintf(info.pciBusId, sizeof(info.pciBusId), "%s", devicePciBusId(index_).c_str());
+  info.totalMemory = memory_.capacity();
+  info.engines = config_.engines;
+  info.major = 2;
+  info.minor = 0;
+  info.numaNode = Topology::instance().numaNodeOfDevice(index_);
+  info.maxThreadsPerBlock = 1024;
+  info.maxThreadsDim[0] = 1024;
+  info.maxThreadsDim[1] = 1024;
+  info.maxThreadsDim[2] = 64;
+  info.maxGridSize[0] = 2147483647;
+  info.maxGridSize[1] = 65535;
+  info.maxGridSize[2] = 65535;
+  info.pciDomain = 0;
+  info.pciBus = devicePciBus(index_);
+  info.pciDevice = 0;
+  info.priorityLeast = kPriorityLeast;
+  info.priorityGreatest = kPriorityGreatest;
+  info.sharedMemPerBlock = 48 * 1024;
+  info.allocationGranularity = kGranularity;
+  info.vaBase = vaBase;
+  info.vaSize = vaSize;
+  info.canAccessPeers = 1;
+  return mtiaSuccess;
+}
+
+void Device::recordFault(std::string message) {
+  std::lock_guard lock(faultMu_);
+  if (faulted_.load(std::memory_order_relaxed)) return;
+  faultMessage_ = std::move(message);
+  faulted_.store(true, std::memory_order_release);
+}
+
+mtiaError_t Device::status() const {
+  if (!faulted()) return mtiaSuccess;
+  std::lock_guard lock(faultMu_);
+  return failf(mtiaErrorLaunchFailure, "device {} has a sticky fault: {}", index_, faultMessage_);
+}
+
+void Device::setPeerAccess(int32_t peer, bool enable) {
+  const uint64_t bit = uint64_t{1} << peer;
+  if (enable) {
+    peers_.fetch_or(bit, std::memory_order_acq_rel);
+  } else {
+    peers_.fetch_and(~bit, std::memory_order_acq_rel);
+  }
+}
+
+bool Device::canAccess(const void* p, uint64_t bytes) const {
+  if (memory_.isMapped(p, bytes)) return true;
+  uint64_t peers = peers_.load(std::memory_order_acquire);
+  while (peers != 0) {
+    const int peer = std::countr_zero(peers);
+    peers &= peers - 1;
+    if (machine_.device(peer)->memory().isMapped(p, bytes)) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<Queue> Device::createQueue(int32_t priority) {
+  priority = std::clamp(priority, kPriorityGreatest, kPriorityLeast);
+  scheduler_.start();
+  std::lock_guard lock(queuesMu_);
+  // Forget queues that were destroyed and have drained; their weak entries would pile up otherwise.
+  std::erase_if(queues_, [](const std::weak_ptr<Queue>& q) { return q.expired(); });
+  const uint32_t number = queuesCreated_++;
+  auto queue = std::make_shared<Queue>(*this, priority, number,
+                                       faults_.slowNs(index_, static_cast<int32_t>(number)));
+  queues_.push_back(queue);
+  return queue;
+}
+
+std::vector<std::shared_ptr<Queue>> Device::queues() {
+  std::vector<std::shared_ptr<Queue>> live;
+  std::lock_guard lock(queuesMu_);
+  live.reserve(queues_.size());
+  for (const std::weak_ptr<Queue>& q : queues_) {
+    if (std::shared_ptr<Queue> locked = q.lock()) live.push_back(std::move(locked));
+  }
+  return live;
+}
+
+}  // namespace mtia::sim

@@ -1,0 +1,76 @@
+// One simulated device: its memory, its engines, its queues, its sticky fault
+// and the peers whose memory its kernels may touch.
+#pragma once
+
+#include "config.hpp"
+#include "memory.hpp"
+#include "queue.hpp"
+#include "scheduler.hpp"
+
+#include <mtia/mtia_driver.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mtia::sim {
+
+class FaultInjector;
+class Machine;
+
+class Device {
+ public:
+  // Cheap: reserves no memory and starts no thread.
+  Device(Machine& machine, int32_t index, const Config& config, const FaultInjector& faults);
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  Machine& machine() const { return machine_; }
+  int32_t index() const { return index_; }
+  DeviceMemory& memory() { return memory_; }
+  const DeviceMemory& memory() const { return memory_; }
+  Scheduler& scheduler() { return scheduler_; }
+
+  // Fills every field of info (reserving the address range if that has not happened yet).
+  // Errors: mtiaErrorMemoryAllocation (no address space for the range).
+  mtiaError_t describe(mtiaDrvDeviceInfo& info);
+
+  bool faulted() const { return faulted_.load(std::memory_order_acquire); }
+  // Makes the device faulted; the first message is kept. Thread-safe.
+  void recordFault(std::string message);
+  // mtiaSuccess, or mtiaErrorLaunchFailure with the fault's message as this thread's last error.
+  mtiaError_t status() const;
+
+  void setPeerAccess(int32_t peer, bool enable);
+  // Whether [p, p+bytes) is mapped memory of this device or of a peer with access enabled.
+  bool canAccess(const void* p, uint64_t bytes) const;
+
+  // A new queue (priority clamped into [kPriorityGreatest, kPriorityLeast]); starts the engines on
+  // the device's first queue.
+  std::shared_ptr<Queue> createQueue(int32_t priority);
+  // Every queue that may still have work: live ones and destroyed ones still draining.
+  std::vector<std::shared_ptr<Queue>> queues();
+
+ private:
+  Machine& machine_;
+  const int32_t index_;
+  const Config& config_;
+  const FaultInjector& faults_;
+  DeviceMemory memory_;
+  Scheduler scheduler_;
+
+  std::atomic<bool> faulted_{false};
+  mutable std::mutex faultMu_;
+  std::string faultMessage_;
+
+  std::atomic<uint64_t> peers_{0};  // bit p: kernels may access device p's memory
+
+  std::mutex queuesMu_;
+  std::vector<std::weak_ptr<Queue>> queues_;
+  uint32_t queuesCreated_ = 0;
+};
+
+}  // namespace mtia::sim

@@ -1,0 +1,15 @@
+// What an engine does with one command.
+#pragma once
+
+namespace mtia::sim {
+
+class Device;
+class Queue;
+struct Command;
+
+// Runs command of queue on device on the calling engine thread. Faults (bad addresses, kernels that
+// report one, exceptions escaping kernels or host functions) are recorded on the device, never thrown.
+// On a faulted device the command completes without running.
+void execute(Device& device, const Queue& queue, Command& command);
+
+}  // namespace mtia::sim

@@ -1,0 +1,31 @@
+// The handles the driver gave out and has not taken back. Every entry looks a
+// caller's handle up here before touching the object behind it, so a stale or
+// foreign handle is an error (mtiaErrorInvalidHandle) instead of a crash, and
+// destroying a handle cannot free an object another thread is using.
+#pragma once
+
+#include "kernels.hpp"
+#include "memory.hpp"
+#include "queue.hpp"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace mtia::sim {
+
+struct Handles {
+  // Queues, modules and module kernels. Readers (submit, query) take it shared for the whole call,
+  // which keeps the object alive without touching its reference count.
+  std::shared_mutex mu;
+  std::unordered_map<const Queue*, std::shared_ptr<Queue>> queues;
+  std::unordered_map<const Module*, std::shared_ptr<Module>> modules;
+  std::unordered_map<const Kernel*, std::shared_ptr<Module>> kernels;  // module kernels -> their module
+
+  // Physical memory: a lock of its own, since its calls are slow (mmap, fallocate) and rare.
+  std::mutex memMu;
+  std::unordered_map<const PhysicalMemory*, std::unique_ptr<PhysicalMemory>> mems;
+};
+
+}  // namespace mtia::sim

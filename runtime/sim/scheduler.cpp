@@ -1,0 +1,134 @@
+#include "scheduler.hpp"
+
+#include "clock.hpp"
+#include "device.hpp"
+#include "engine.hpp"
+#include "topology.hpp"
+
+#include <pthread.h>
+
+#include <cstdio>
+
+#include <bit>
+#include <thread>
+
+namespace mtia::sim {
+namespace {
+
+// An engine that ran out of work polls the ready lists this long before sleeping: back-to-back
+// submissions then skip the futex wake-up, and an idle device still costs no CPU.
+constexpr uint64_t kEngineSpinNs = 5'000;
+// Commands an engine runs from one queue before letting same-priority queues have a turn.
+constexpr int kBatch = 64;
+
+thread_local const Queue* tCurrentQueue = nullptr;
+thread_local bool tEngineThread = false;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+Scheduler::Scheduler(Device& device, int32_t engines, bool bindEngines)
+    : device_(device), engines_(engines), bindEngines_(bindEngines) {}
+
+const Queue* Scheduler::currentQueue() { return tCurrentQueue; }
+
+bool Scheduler::onEngineThread() { return tEngineThread; }
+
+void Scheduler::start() {
+  std::call_once(started_, [this] {
+    idle_.store(engines_, std::memory_order_relaxed);
+    // Detached on purpose: engines live as long as the process, and the device that owns them is
+    // never destroyed, so exit never races with an engine touching freed state.
+    for (int32_t i = 0; i < engines_; ++i) std::thread(&Scheduler::engineMain, this, i).detach();
+  });
+}
+
+void Scheduler::makeReady(std::shared_ptr<Queue> queue) {
+  const int level = queue->level();
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    ready_[static_cast<size_t>(level)].push_back(std::move(queue));
+    readyMask_.fetch_or(1u << level, std::memory_order_release);
+    wake = sleeping_ > 0;
+  }
+  if (wake) wake_.notify_one();
+}
+
+std::shared_ptr<Queue> Scheduler::popLocked() {
+  const uint32_t mask = readyMask_.load(std::memory_order_relaxed);
+  if (mask == 0) return nullptr;
+  const int level = 31 - std::countl_zero(mask);  // the most urgent non-empty list
+  auto& list = ready_[static_cast<size_t>(level)];
+  std::shared_ptr<Queue> queue = std::move(list.front());
+  list.pop_front();
+  if (list.empty()) readyMask_.fetch_and(~(1u << level), std::memory_order_relaxed);
+  return queue;
+}
+
+std::shared_ptr<Queue> Scheduler::take() {
+  const uint64_t start = monotonicNs();
+  do {
+    for (int i = 0; i < 32; ++i) {
+      if (readyMask_.load(std::memory_order_acquire) != 0) {
+        std::lock_guard lock(mu_);
+        if (std::shared_ptr<Queue> queue = popLocked()) return queue;
+      }
+      cpuRelax();
+    }
+  } while (monotonicNs() - start < kEngineSpinNs);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (std::shared_ptr<Queue> queue = popLocked()) return queue;
+    ++sleeping_;
+    wake_.wait(lock);
+    --sleeping_;
+  }
+}
+
+bool Scheduler::shouldYield(int level, int batch) const {
+  const uint32_t mask = readyMask_.load(std::memory_order_relaxed);
+  if (mask == 0) return false;
+  if (batch >= kBatch && (mask >> level) != 0) return true;
+  // More urgent work waits and nobody else is free to take it.
+  return (mask >> (level + 1)) != 0 && idle_.load(std::memory_order_relaxed) == 0;
+}
+
+void Scheduler::run(std::shared_ptr<Queue> queue) {
+  tCurrentQueue = queue.get();
+  for (int batch = 1;; ++batch) {
+    Command command;
+    if (queue->next(command) != Queue::Next::Run) break;
+    execute(device_, *queue, command);
+    queue->complete(command.seq);
+    if (shouldYield(queue->level(), batch)) {
+      tCurrentQueue = nullptr;
+      makeReady(std::move(queue));
+      return;
+    }
+  }
+  tCurrentQueue = nullptr;
+}
+
+void Scheduler::engineMain(int32_t index) {
+  tEngineThread = true;
+  char name[16];
+  snprintf(name, sizeof(name), "mtia-sim%d.%d", device_.index() % 100, index % 100);
+  pthread_setname_np(pthread_self(), name);
+  if (bindEngines_) Topology::instance().bindThreadNearDevice(device_.index());
+  for (;;) {
+    std::shared_ptr<Queue> queue = take();
+    idle_.fetch_sub(1, std::memory_order_relaxed);
+    run(std::move(queue));
+    idle_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace mtia::sim
