@@ -20,9 +20,15 @@ void* DirectAllocator::allocate(size_t size) {
          granularity_);
   const uint64_t rounded = (size + granularity_ - 1) / granularity_ * granularity_;
   const auto& ops = driver_.ops();
+  // Out of addresses or out of physical memory: both are the caller's OOM.
+  auto check = [&](mtiaError_t st, const char* what) {
+    if (st == mtiaErrorMemoryAllocation)
+      fail(st, "out of memory on device {}: cannot allocate {} bytes ({})", device_, size, ops.lastErrorMessage());
+    driver_.check(st, what);
+  };
   void* va = nullptr;
   mtiaDrvMem mem = nullptr;
-  driver_.check(ops.vaReserve(driverDevice_, rounded, 0, &va), "reserving device addresses");
+  check(ops.vaReserve(driverDevice_, rounded, 0, &va), "reserving device addresses");
   if (mtiaError_t st = ops.memCreate(driverDevice_, rounded, &mem); st != mtiaSuccess) {
     const std::string why = ops.lastErrorMessage();
     ops.vaRelease(driverDevice_, va, rounded);

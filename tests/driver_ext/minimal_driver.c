@@ -178,6 +178,8 @@ __attribute__((visibility("default"))) mtiaError_t mtiaDriverGetOps(uint32_t api
   o.queueDestroy = m_queue_destroy;
 #ifndef MINIMAL_MISSING_SUBMIT
   o.queueSubmit = m_submit;
+#else
+  (void)m_submit;
 #endif
   o.queueQuery = m_query;
   o.queueWait = m_wait;
