@@ -20,7 +20,8 @@ struct DevicePointer {
 // The device allocation ptr lies in, if any. Thread-safe, non-blocking.
 std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr);
 
-// Throws InvalidValue naming the argument (see mtiaMemcpy / mtiaMemset).
+// Throws InvalidValue naming the argument (see mtiaMemcpy / mtiaMemset);
+// kind must already be a valid mtiaMemcpyKind.
 void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 void fillSync(Runtime& rt, void* ptr, int value, size_t count);
 void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out);

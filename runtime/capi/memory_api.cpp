@@ -36,7 +36,12 @@ MTIA_API mtiaError_t mtiaFree(void* ptr) {
 }
 
 MTIA_API mtiaError_t mtiaMemcpy(void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
-  return apiCall("mtiaMemcpy", [&] { mtia::copySync(Runtime::instance(), dst, src, count, kind); });
+  return apiCall("mtiaMemcpy", [&] {
+    const int k = mtia::enumBits(kind);
+    if (k < mtiaMemcpyHostToHost || k > mtiaMemcpyDefault)
+      fail(mtiaErrorInvalidValue, "kind {} is not an mtiaMemcpyKind (0 to 4)", k);
+    mtia::copySync(Runtime::instance(), dst, src, count, static_cast<mtiaMemcpyKind>(k));
+  });
 }
 
 MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,6 +33,17 @@ template <typename... Args>
 template <typename T>
 void requireNonNull(const T* ptr, const char* name) {
   if (ptr == nullptr) fail(mtiaErrorInvalidValue, "{} is NULL", name);
+}
+
+// The integer a C caller passed for an enum parameter. C allows any int in an
+// enum; reading such a value as the C++ enum would be undefined, so ABI
+// entry points inspect the bytes instead and validate the range themselves.
+template <typename E>
+int enumBits(const E& value) noexcept {
+  static_assert(sizeof(E) == sizeof(int));
+  int bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
 }
 
 const char* errorName(mtiaError_t code) noexcept;
