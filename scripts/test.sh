@@ -14,6 +14,7 @@ source scripts/lib.sh
 mtia_step "install dependencies"
 bash scripts/install-deps.sh
 
+mtia_step_end
 if [[ "${MTIA_SKIP_MESON:-0}" == 1 ]]; then
   echo "MTIA_SKIP_MESON=1: Meson stage skipped"
 else
@@ -30,6 +31,7 @@ else
   meson test -C build-meson --print-errorlogs --num-processes "$MTIA_JOBS"
 fi
 
+mtia_step_end
 if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   echo "MTIA_SKIP_SANITIZERS=1: ASan+UBSan stage skipped"
 else
