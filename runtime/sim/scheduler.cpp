@@ -42,12 +42,22 @@ const Queue* Scheduler::currentQueue() { return tCurrentQueue; }
 bool Scheduler::onEngineThread() { return tEngineThread; }
 
 void Scheduler::start() {
-  std::call_once(started_, [this] {
-    idle_.store(engines_, std::memory_order_relaxed);
+  if (started_.load(std::memory_order_acquire) == engines_) return;
+  std::lock_guard lock(startMu_);
+  // Counted one by one, so that a failed thread creation (it throws) is retried by the next queue
+  // without ever starting more than engines_ threads.
+  for (int32_t i = started_.load(std::memory_order_relaxed); i < engines_; ++i) {
     // Detached on purpose: engines live as long as the process, and the device that owns them is
     // never destroyed, so exit never races with an engine touching freed state.
-    for (int32_t i = 0; i < engines_; ++i) std::thread(&Scheduler::engineMain, this, i).detach();
-  });
+    idle_.fetch_add(1, std::memory_order_relaxed);  // before the engine can take work and count down
+    try {
+      std::thread(&Scheduler::engineMain, this, i).detach();
+    } catch (...) {
+      idle_.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
+    started_.store(i + 1, std::memory_order_release);
+  }
 }
 
 void Scheduler::makeReady(std::shared_ptr<Queue> queue) {

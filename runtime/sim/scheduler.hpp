@@ -25,7 +25,8 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Starts the engine threads (once). They run until the process exits.
+  // Starts the engine threads unless they run already; they run until the process exits. Throws
+  // std::system_error when a thread cannot be created.
   void start();
   // Puts a scheduled queue at the back of its priority's ready list. Thread-safe, never blocks long.
   void makeReady(std::shared_ptr<Queue> queue);
@@ -47,7 +48,8 @@ class Scheduler {
   Device& device_;
   const int32_t engines_;
   const bool bindEngines_;
-  std::once_flag started_;
+  std::mutex startMu_;
+  std::atomic<int32_t> started_{0};  // engine threads running
 
   std::mutex mu_;
   std::condition_variable wake_;

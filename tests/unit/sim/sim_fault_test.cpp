@@ -141,6 +141,7 @@ TEST_F(SimFaultIsolated, ExceptionInAHostFunctionFaults) {
   std::function<void()> thrower = [] { throw std::runtime_error("host function broke"); };
   int after = 0;
   std::function<void()> count = [&] { after++; };
+  submitSleep(q, 20'000);  // everything is queued before the fault
   submitHost(q, &thrower);
   submitHost(q, &count);
   EXPECT_EQ(finish(q), mtiaErrorLaunchFailure);
