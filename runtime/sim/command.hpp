@@ -55,9 +55,13 @@ class CommandRing {
   size_t size() const { return size_; }
   Command& front() { return slots_[head_]; }
   void push(Command&& command);
+  // Puts command back at the front (for commands taken but not run).
+  void pushFront(Command&& command);
   void pop(Command& out);
 
  private:
+  void grow();
+
   std::vector<Command> slots_;
   size_t head_ = 0;
   size_t size_ = 0;

@@ -1,6 +1,7 @@
 #include "queue.hpp"
 
 #include "clock.hpp"
+#include "cpu_relax.hpp"
 #include "device.hpp"
 #include "scheduler.hpp"
 
@@ -8,14 +9,6 @@
 
 namespace mtia::sim {
 namespace {
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // A host waiting for a command polls this long before yielding, and yields this long before sleeping:
 // short device work completes without a futex round trip, long work costs no CPU.
@@ -44,7 +37,8 @@ uint64_t Queue::submit(Command&& command) {
   return seq;
 }
 
-Queue::Next Queue::next(Command& out) {
+Queue::Next Queue::next(Command* out, size_t max, size_t& count) {
+  count = 0;
   std::lock_guard lock(mu_);
   if (ring_.empty()) {
     scheduled_ = false;
@@ -57,8 +51,15 @@ Queue::Next Queue::next(Command& out) {
     Queue& target = *head.waitTarget;
     if (target.completed() < value && target.addWaiter(shared_from_this(), value)) return Next::Blocked;
   }
-  ring_.pop(out);
+  ring_.pop(out[count++]);
+  // Later waits are decided when they reach the head.
+  while (count < max && !ring_.empty() && ring_.front().cmd.type != mtiaDrvCmdWait) ring_.pop(out[count++]);
   return Next::Run;
+}
+
+void Queue::giveBack(Command* commands, size_t count) {
+  std::lock_guard lock(mu_);
+  for (size_t i = count; i > 0; --i) ring_.pushFront(std::move(commands[i - 1]));
 }
 
 bool Queue::addWaiter(std::shared_ptr<Queue> waiter, uint64_t value) {

@@ -41,10 +41,13 @@ class Queue : public std::enable_shared_from_this<Queue> {
   uint64_t submit(Command&& command);
 
   enum class Next { Run, Idle, Blocked };
-  // Engine side. Run: out holds the next command. Idle: nothing left, the queue is no longer
-  // scheduled. Blocked: the head waits on another queue, which now holds this one as a waiter and
-  // schedules it again when the wait is satisfied.
-  Next next(Command& out);
+  // Engine side. Run: out[0, count) hold the next commands, at most max of them (taking several per
+  // lock keeps the engine off the lock submitters use; a wait command is only ever the first). Idle:
+  // nothing left, the queue is no longer scheduled. Blocked: the head waits on another queue, which now
+  // holds this one as a waiter and schedules it again when the wait is satisfied.
+  Next next(Command* out, size_t max, size_t& count);
+  // Engine side: returns commands that next() handed out but the engine did not run, in order.
+  void giveBack(Command* commands, size_t count);
   // Engine side: command seq finished. Wakes waiting hosts and queues.
   void complete(uint64_t seq);
 

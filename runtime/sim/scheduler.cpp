@@ -3,12 +3,14 @@
 #include "clock.hpp"
 #include "device.hpp"
 #include "engine.hpp"
+#include "cpu_relax.hpp"
 #include "topology.hpp"
 
 #include <pthread.h>
 
 #include <cstdio>
 
+#include <array>
 #include <bit>
 #include <thread>
 
@@ -20,17 +22,11 @@ namespace {
 constexpr uint64_t kEngineSpinNs = 5'000;
 // Commands an engine runs from one queue before letting same-priority queues have a turn.
 constexpr int kBatch = 64;
+// Commands an engine takes from its queue per lock.
+constexpr size_t kTake = 16;
 
 thread_local const Queue* tCurrentQueue = nullptr;
 thread_local bool tEngineThread = false;
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 }  // namespace
 
@@ -113,15 +109,21 @@ bool Scheduler::shouldYield(int level, int batch) const {
 
 void Scheduler::run(std::shared_ptr<Queue> queue) {
   tCurrentQueue = queue.get();
-  for (int batch = 1;; ++batch) {
-    Command command;
-    if (queue->next(command) != Queue::Next::Run) break;
-    execute(device_, *queue, command);
-    queue->complete(command.seq);
-    if (shouldYield(queue->level(), batch)) {
-      tCurrentQueue = nullptr;
-      makeReady(std::move(queue));
-      return;
+  std::array<Command, kTake> taken;
+  int done = 0;
+  for (;;) {
+    size_t count = 0;
+    if (queue->next(taken.data(), taken.size(), count) != Queue::Next::Run) break;
+    for (size_t i = 0; i < count; ++i) {
+      execute(device_, *queue, taken[i]);
+      queue->complete(taken[i].seq);
+      taken[i] = Command{};  // drop its references (module, wait target) now that it completed
+      if (shouldYield(queue->level(), ++done)) {
+        queue->giveBack(taken.data() + i + 1, count - i - 1);
+        tCurrentQueue = nullptr;
+        makeReady(std::move(queue));
+        return;
+      }
     }
   }
   tCurrentQueue = nullptr;

@@ -415,9 +415,12 @@ TEST_F(SimModule, EmptyKernelThroughput) {
   const mtiaDrvCommand c = kernelCommand(k, {1, 1, 1}, nullptr);
   constexpr int kCommands = 50000;
   uint64_t seq = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kCommands; ++i) ASSERT_EQ(d.queueSubmit(q, &c, &seq), mtiaSuccess);
-  ASSERT_EQ(d.queueWait(q, seq, MTIA_DRV_WAIT_SPIN), mtiaSuccess);
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  double ns = 0;
+  for (int round = 0; round < 2; ++round) {  // the first round grows the queue's storage
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCommands; ++i) ASSERT_EQ(d.queueSubmit(q, &c, &seq), mtiaSuccess);
+    ASSERT_EQ(d.queueWait(q, seq, MTIA_DRV_WAIT_SPIN), mtiaSuccess);
+    ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  }
   std::printf("[ info ] %.0f ns per enqueue-and-complete of an empty module kernel\n", ns / kCommands);
 }
