@@ -22,9 +22,7 @@ T arg(void** args, int i) {
   return value;
 }
 
-uint64_t blockCount(const mtiaKernelContext* ctx) {
-  return uint64_t{ctx->gridDim.x} * ctx->gridDim.y * ctx->gridDim.z;
-}
+uint64_t blockCount(const mtiaKernelContext* ctx) { return uint64_t{ctx->gridDim.x} * ctx->gridDim.y * ctx->gridDim.z; }
 
 uint64_t blockIndex(const mtiaKernelContext* ctx) {
   return ctx->blockIdx.x + uint64_t{ctx->gridDim.x} * (ctx->blockIdx.y + uint64_t{ctx->gridDim.y} * ctx->blockIdx.z);
@@ -48,9 +46,9 @@ Share blockShare(const mtiaKernelContext* ctx, uint64_t n) {
 bool checkFloats(const mtiaKernelContext* ctx, const char* name, const float* p, uint64_t first, uint64_t count) {
   if (count == 0) return true;
   if (first > UINT64_MAX / sizeof(float) || count > UINT64_MAX / sizeof(float) - first) {
-    ctx->fault(ctx, fmt::format("illegal address: {} with {} elements overflows the address space", name,
-                                first + count)
-                        .c_str());
+    ctx->fault(
+        ctx,
+        fmt::format("illegal address: {} with {} elements overflows the address space", name, first + count).c_str());
     return false;
   }
   const auto addr = reinterpret_cast<uintptr_t>(p) + first * sizeof(float);
@@ -68,8 +66,8 @@ bool checkFloats(const mtiaKernelContext* ctx, const char* name, const float* p,
 
 bool checkProduct(const mtiaKernelContext* ctx, uint64_t a, uint64_t b, uint64_t& product) {
   if (a != 0 && b > UINT64_MAX / sizeof(float) / a) {
-    ctx->fault(ctx, fmt::format("illegal address: matrix of {} x {} elements overflows the address space", a, b)
-                        .c_str());
+    ctx->fault(ctx,
+               fmt::format("illegal address: matrix of {} x {} elements overflows the address space", a, b).c_str());
     return false;
   }
   product = a * b;
@@ -101,8 +99,8 @@ void binary(const mtiaKernelContext* ctx, void** args, Op op) {
   const auto* a = arg<const float*>(args, 1);
   const auto* b = arg<const float*>(args, 2);
   const Share s = blockShare(ctx, arg<uint64_t>(args, 3));
-  if (s.empty() || !checkFloats(ctx, "out", out, s.begin, s.size()) ||
-      !checkFloats(ctx, "a", a, s.begin, s.size()) || !checkFloats(ctx, "b", b, s.begin, s.size())) {
+  if (s.empty() || !checkFloats(ctx, "out", out, s.begin, s.size()) || !checkFloats(ctx, "a", a, s.begin, s.size()) ||
+      !checkFloats(ctx, "b", b, s.begin, s.size())) {
     return;
   }
   for (uint64_t i = s.begin; i < s.end; ++i) out[i] = op(a[i], b[i]);
@@ -143,8 +141,7 @@ void relu_f32(const mtiaKernelContext* ctx, void** args) {
   auto* out = arg<float*>(args, 0);
   const auto* a = arg<const float*>(args, 1);
   const Share s = blockShare(ctx, arg<uint64_t>(args, 2));
-  if (s.empty() || !checkFloats(ctx, "out", out, s.begin, s.size()) ||
-      !checkFloats(ctx, "a", a, s.begin, s.size())) {
+  if (s.empty() || !checkFloats(ctx, "out", out, s.begin, s.size()) || !checkFloats(ctx, "a", a, s.begin, s.size())) {
     return;
   }
   // NaN stays NaN, as in PyTorch.

@@ -42,7 +42,7 @@ struct Command {
   uint64_t seq = 0;
   mtiaDrvCommand cmd{};  // u.kernel.args is not used after submit: see args
   const Kernel* kernel = nullptr;
-  bool injectFault = false;       // MTIA_SIM_FAULTS picked this launch
+  bool injectFault = false;        // MTIA_SIM_FAULTS picked this launch
   std::shared_ptr<Module> module;  // keeps a module kernel's code loaded until the command completed
   std::shared_ptr<Queue> waitTarget;
   ArgumentCopy args;

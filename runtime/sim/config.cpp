@@ -41,8 +41,7 @@ std::optional<uint64_t> parseByteSize(std::string_view text) {
 
 namespace {
 
-bool parseIntVar(const EnvLookup& lookup, const char* name, int32_t lo, int32_t hi, int32_t& out,
-                 std::string& error) {
+bool parseIntVar(const EnvLookup& lookup, const char* name, int32_t lo, int32_t hi, int32_t& out, std::string& error) {
   const std::optional<std::string> text = lookup(name);
   if (!text) return true;
   const std::optional<uint64_t> value = parseUnsigned(*text);
@@ -87,9 +86,9 @@ ConfigResult parseConfig(const EnvLookup& lookup) {
     if (!parseFaultPlan(*faults, config.faults, result.error)) return result;
     for (const SlowRule& rule : config.faults.slow) {
       if (rule.device >= config.devices) {
-        result.error = fmt::format(
-            "MTIA_SIM_FAULTS='{}': slow rule for device {} is not valid: the machine has {} device(s)", *faults,
-            rule.device, config.devices);
+        result.error =
+            fmt::format("MTIA_SIM_FAULTS='{}': slow rule for device {} is not valid: the machine has {} device(s)",
+                        *faults, rule.device, config.devices);
         return result;
       }
     }

@@ -96,8 +96,7 @@ std::shared_ptr<Queue> Device::createQueue(int32_t priority) {
   // Forget queues that were destroyed and have drained; their weak entries would pile up otherwise.
   std::erase_if(queues_, [](const std::weak_ptr<Queue>& q) { return q.expired(); });
   const uint32_t number = queuesCreated_++;
-  auto queue = std::make_shared<Queue>(*this, priority, number,
-                                       faults_.slowNs(index_, static_cast<int32_t>(number)));
+  auto queue = std::make_shared<Queue>(*this, priority, number, faults_.slowNs(index_, static_cast<int32_t>(number)));
   queues_.push_back(queue);
   return queue;
 }

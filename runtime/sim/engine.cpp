@@ -61,8 +61,8 @@ void runKernel(Device& device, const Queue& queue, Command& command) {
   const Kernel& kernel = *command.kernel;
   const auto& k = command.cmd.u.kernel;
   if (command.injectFault) {
-    device.recordFault(fmt::format("kernel '{}' on queue {}: injected fault (MTIA_SIM_FAULTS)", kernel.name,
-                                   queue.number()));
+    device.recordFault(
+        fmt::format("kernel '{}' on queue {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, queue.number()));
     return;
   }
   void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
@@ -113,7 +113,8 @@ void runCopy(Device& device, const Command& command) {
   const auto& c = command.cmd.u.copy;
   if (c.size == 0) return;
   std::string message;
-  if (!copyEndpointOk(device, c.dst, c.size, "dst", message) || !copyEndpointOk(device, c.src, c.size, "src", message)) {
+  if (!copyEndpointOk(device, c.dst, c.size, "dst", message) ||
+      !copyEndpointOk(device, c.src, c.size, "src", message)) {
     device.recordFault(message);
     return;
   }
@@ -124,9 +125,10 @@ void runFill(Device& device, const Command& command) {
   const auto& f = command.cmd.u.fill;
   if (f.size == 0) return;
   if (!device.canAccess(f.dst, f.size)) {
-    device.recordFault(fmt::format("illegal address: fill dst={} ({} bytes) is not device memory of device {} or of "
-                                   "a peer it may access",
-                                   f.dst, f.size, device.index()));
+    device.recordFault(
+        fmt::format("illegal address: fill dst={} ({} bytes) is not device memory of device {} or of "
+                    "a peer it may access",
+                    f.dst, f.size, device.index()));
     return;
   }
   std::memset(f.dst, static_cast<int>(f.value & 0xffu), f.size);

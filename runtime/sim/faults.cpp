@@ -112,8 +112,8 @@ bool FaultInjector::nextLaunchFaults(std::string_view kernel) {
   for (const auto& counter : kernelCounters_) {
     if (counter->kernel != kernel) continue;
     const uint64_t n = counter->count.fetch_add(1, std::memory_order_relaxed) + 1;
-    return counter->every || std::find(counter->launches.begin(), counter->launches.end(), n) !=
-                                 counter->launches.end();
+    return counter->every ||
+           std::find(counter->launches.begin(), counter->launches.end(), n) != counter->launches.end();
   }
   return false;
 }

@@ -10,7 +10,8 @@ std::atomic<Machine*> Machine::instance_{nullptr};
 
 Machine::Machine(Config config) : config_(std::move(config)), faults_(config_.faults) {
   devices_.reserve(static_cast<size_t>(config_.devices));
-  for (int32_t i = 0; i < config_.devices; ++i) devices_.push_back(std::make_unique<Device>(*this, i, config_, faults_));
+  for (int32_t i = 0; i < config_.devices; ++i)
+    devices_.push_back(std::make_unique<Device>(*this, i, config_, faults_));
 }
 
 mtiaError_t Machine::initialize() {

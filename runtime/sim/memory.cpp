@@ -38,8 +38,8 @@ mtiaError_t DeviceMemory::ensureReservedLocked() {
   const uint64_t length = span_ + kGranularity;
   void* raw = mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) {
-    return failf(mtiaErrorMemoryAllocation, "device {}: cannot reserve {} bytes of address space: {}", device_,
-                 length, errnoText(errno));
+    return failf(mtiaErrorMemoryAllocation, "device {}: cannot reserve {} bytes of address space: {}", device_, length,
+                 errnoText(errno));
   }
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t base = (start + kGranularity - 1) & ~(uintptr_t{kGranularity} - 1);
@@ -60,12 +60,11 @@ mtiaError_t DeviceMemory::ensureBackingLocked() {
   }
   // Sparse: the size costs nothing until pages are touched. The seals guarantee that nobody sharing
   // the fd can truncate it under a mapping (which would turn accesses into SIGBUS).
-  if (ftruncate(fd, static_cast<off_t>(span_)) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+  if (ftruncate(fd, static_cast<off_t>(span_)) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
     const int err = errno;
     close(fd);
-    return failf(mtiaErrorMemoryAllocation, "device {}: cannot size the memory file to {} bytes: {}", device_,
-                 span_, errnoText(err));
+    return failf(mtiaErrorMemoryAllocation, "device {}: cannot size the memory file to {} bytes: {}", device_, span_,
+                 errnoText(err));
   }
   memfd_ = fd;
   file_ = RangeAllocator(0, span_);
@@ -82,14 +81,14 @@ mtiaError_t DeviceMemory::addressRange(uint64_t* base, uint64_t* size) {
 
 mtiaError_t DeviceMemory::vaReserve(uint64_t size, uint64_t alignment, void** va) {
   if (size == 0 || !granular(size)) {
-    return failf(mtiaErrorInvalidValue, "vaReserve: size {} is not a positive multiple of the granularity {}",
-                 size, kGranularity);
+    return failf(mtiaErrorInvalidValue, "vaReserve: size {} is not a positive multiple of the granularity {}", size,
+                 kGranularity);
   }
   if (alignment == 0) alignment = kGranularity;
   if ((alignment & (alignment - 1)) != 0 || !granular(alignment)) {
     return failf(mtiaErrorInvalidValue,
-                 "vaReserve: alignment {} is not a power of two that is a multiple of the granularity {}",
-                 alignment, kGranularity);
+                 "vaReserve: alignment {} is not a power of two that is a multiple of the granularity {}", alignment,
+                 kGranularity);
   }
   std::lock_guard lock(mu_);
   if (mtiaError_t err = ensureReservedLocked(); err != mtiaSuccess) return err;
@@ -109,15 +108,14 @@ mtiaError_t DeviceMemory::vaRelease(void* va, uint64_t size) {
   std::lock_guard lock(mu_);
   auto it = reservations_.find(start);
   if (it == reservations_.end() || it->second != size) {
-    return failf(mtiaErrorInvalidValue, "vaRelease: [{}, +{}) is not a reservation of device {}", va, size,
-                 device_);
+    return failf(mtiaErrorInvalidValue, "vaRelease: [{}, +{}) is not a reservation of device {}", va, size, device_);
   }
   {
     std::shared_lock mapLock(mappingsMu_);
     auto m = mappings_.lower_bound(start);
     if (m != mappings_.end() && m->first - start < size) {
-      return failf(mtiaErrorIllegalState, "vaRelease: reservation {} of device {} still has mappings (first at {})",
-                   va, device_, reinterpret_cast<void*>(m->first));
+      return failf(mtiaErrorIllegalState, "vaRelease: reservation {} of device {} still has mappings (first at {})", va,
+                   device_, reinterpret_cast<void*>(m->first));
     }
   }
   va_.release(start, size);
@@ -127,14 +125,13 @@ mtiaError_t DeviceMemory::vaRelease(void* va, uint64_t size) {
 
 mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>& mem) {
   if (size == 0 || !granular(size)) {
-    return failf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}",
-                 size, kGranularity);
+    return failf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}", size,
+                 kGranularity);
   }
   std::lock_guard lock(mu_);
   if (!capacity_.charge(size)) {
-    return failf(mtiaErrorMemoryAllocation,
-                 "out of memory on device {}: requested {} bytes, {} bytes used of {} total", device_, size,
-                 capacity_.used(), capacity_.total());
+    return failf(mtiaErrorMemoryAllocation, "out of memory on device {}: requested {} bytes, {} bytes used of {} total",
+                 device_, size, capacity_.used(), capacity_.total());
   }
   if (mtiaError_t err = ensureBackingLocked(); err != mtiaSuccess) {
     capacity_.refund(size);
@@ -188,8 +185,8 @@ mtiaError_t DeviceMemory::map(void* va, uint64_t size, PhysicalMemory& mem, uint
     insideReservation = into < r->second && size <= r->second - into;
   }
   if (!insideReservation) {
-    return failf(mtiaErrorInvalidValue, "memMap: [{}, +{}) does not lie inside one reservation of device {}", va,
-                 size, device_);
+    return failf(mtiaErrorInvalidValue, "memMap: [{}, +{}) does not lie inside one reservation of device {}", va, size,
+                 device_);
   }
   {
     std::shared_lock mapLock(mappingsMu_);
@@ -204,8 +201,7 @@ mtiaError_t DeviceMemory::map(void* va, uint64_t size, PhysicalMemory& mem, uint
   void* got = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd_,
                    static_cast<off_t>(mem.fileOffset + offset));
   if (got == MAP_FAILED) {
-    return failf(mtiaErrorMemoryAllocation, "memMap: mapping {} bytes at {} failed: {}", size, va,
-                 errnoText(errno));
+    return failf(mtiaErrorMemoryAllocation, "memMap: mapping {} bytes at {} failed: {}", size, va, errnoText(errno));
   }
   {
     std::unique_lock mapLock(mappingsMu_);

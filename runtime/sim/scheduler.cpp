@@ -1,9 +1,9 @@
 #include "scheduler.hpp"
 
 #include "clock.hpp"
+#include "cpu_relax.hpp"
 #include "device.hpp"
 #include "engine.hpp"
-#include "cpu_relax.hpp"
 #include "topology.hpp"
 
 #include <pthread.h>

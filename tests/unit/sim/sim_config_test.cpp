@@ -59,11 +59,23 @@ TEST(SimConfig, GoodValues) {
 
 TEST(SimConfig, MemoryForms) {
   const std::pair<const char*, uint64_t> cases[] = {
-      {"1073741824", kGiB}, {"1G", kGiB},       {"1g", kGiB},          {"1GB", kGiB},     {"1GiB", kGiB},
-      {"512MiB", 512 * kMiB}, {"2048K", 2 * kMiB}, {"4096KiB", 4 * kMiB}, {"1T", kTiB},     {"4TiB", 4 * kTiB},
-      {"16GiB", 16 * kGiB},   {"2097152B", 2 * kMiB},
+      {"1073741824", kGiB},
+      {"1G", kGiB},
+      {"1g", kGiB},
+      {"1GB", kGiB},
+      {"1GiB", kGiB},
+      {"512MiB", 512 * kMiB},
+      {"2048K", 2 * kMiB},
+      {"4096KiB", 4 * kMiB},
+      {"1T", kTiB},
+      {"4TiB", 4 * kTiB},
+      {"16GiB", 16 * kGiB},
+      {"2097152B", 2 * kMiB},
       // Rounded up to the 2 MiB granularity.
-      {"1M", 2 * kMiB},       {"1048576", 2 * kMiB}, {"3MiB", 4 * kMiB}, {"5000000", 6 * kMiB},
+      {"1M", 2 * kMiB},
+      {"1048576", 2 * kMiB},
+      {"3MiB", 4 * kMiB},
+      {"5000000", 6 * kMiB},
   };
   for (const auto& [text, bytes] : cases) {
     const ConfigResult r = parse({{"MTIA_SIM_MEMORY", text}});
@@ -123,9 +135,9 @@ TEST(SimConfig, FaultPlanItems) {
 }
 
 TEST(SimConfig, BadFaultItems) {
-  for (const char* item : {"alloc=0", "alloc=", "alloc=x", "alloc", "kernel=", "kernel=@2", "kernel=a@0", "kernel=a@",
-                           "kernel=a@b", "slow=", "slow=1:", "slow=a:1", "slow=1.:5", "slow=.1:5", "slow=1.2.3:4",
-                           "slow=-1", "bogus=1", "=1"}) {
+  for (const char* item :
+       {"alloc=0", "alloc=", "alloc=x", "alloc", "kernel=", "kernel=@2", "kernel=a@0", "kernel=a@", "kernel=a@b",
+        "slow=", "slow=1:", "slow=a:1", "slow=1.:5", "slow=.1:5", "slow=1.2.3:4", "slow=-1", "bogus=1", "=1"}) {
     const ConfigResult r = parse({{"MTIA_SIM_FAULTS", item}});
     EXPECT_FALSE(r.config) << item;
     EXPECT_NE(r.error.find("MTIA_SIM_FAULTS"), std::string::npos) << r.error;
@@ -144,8 +156,8 @@ TEST(SimConfig, BadFaultItems) {
 TEST(SimConfig, FaultInjectorCounts) {
   FaultPlan plan;
   std::string error;
-  ASSERT_TRUE(parseFaultPlan("alloc=2,alloc=4,kernel=k@2,kernel=k@3,kernel=every,slow=10,slow=1:30,slow=1.2:20",
-                             plan, error))
+  ASSERT_TRUE(
+      parseFaultPlan("alloc=2,alloc=4,kernel=k@2,kernel=k@3,kernel=every,slow=10,slow=1:30,slow=1.2:20", plan, error))
       << error;
   FaultInjector f(plan);
   EXPECT_FALSE(f.nextAllocFails());
@@ -187,7 +199,7 @@ TEST(SimIdentity, UuidIsDeterministicAndDistinct) {
   n.devices = 3;
   for (const Config* other : {&b, &c, &e, &n}) EXPECT_NE(deviceUuid(a, 0), deviceUuid(*other, 0));
   const auto u = deviceUuid(a, 0);
-  EXPECT_EQ(u[6] >> 4, 8);        // version 8
+  EXPECT_EQ(u[6] >> 4, 8);       // version 8
   EXPECT_EQ(u[8] & 0xc0, 0x80);  // RFC variant
 }
 
@@ -218,7 +230,8 @@ TEST(SimGetOps, FillsEveryEntry) {
   ASSERT_EQ(mtiaSimDriverGetOps(MTIA_DRIVER_API_VERSION, &ops), mtiaSuccess);
   EXPECT_EQ(ops.version, MTIA_DRIVER_API_VERSION);
   EXPECT_EQ(ops.structSize, sizeof(ops));
-  const auto* entries = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&ops) + offsetof(mtiaDriverOps, init));
+  const auto* entries =
+      reinterpret_cast<void* const*>(reinterpret_cast<const char*>(&ops) + offsetof(mtiaDriverOps, init));
   const size_t count = (sizeof(ops) - offsetof(mtiaDriverOps, init)) / sizeof(void*);
   for (size_t i = 0; i < count; ++i) EXPECT_NE(entries[i], nullptr) << "entry " << i;
   EXPECT_STREQ(ops.getName(), "sim");

@@ -61,7 +61,7 @@ TEST_F(SimFaultIsolated, IllegalAddressIsStickyOnThatDeviceOnly) {
   EXPECT_EQ(d.queueWait(other, otherWait, MTIA_DRV_WAIT_SPIN), mtiaErrorLaunchFailure);
   uint64_t completed = 0;
   EXPECT_EQ(d.queueQuery(q, &completed), mtiaSuccess);
-  EXPECT_EQ(completed, last);       // everything completed ...
+  EXPECT_EQ(completed, last);          // everything completed ...
   EXPECT_FALSE(ranAfterFault.load());  // ... without running
   EXPECT_EQ(host[0], 0.0f);
   expectFaulted(0, {"device 0", "fill_f32", "illegal address", "dst="});

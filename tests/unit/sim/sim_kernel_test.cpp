@@ -28,7 +28,8 @@ class SimKernel : public SimTest {
   mtiaDrvQueue q = nullptr;
 };
 
-const mtiaDim3 kGrids[] = {{1, 1, 1}, {2, 1, 1}, {3, 1, 1}, {7, 1, 1}, {64, 1, 1}, {2, 3, 2}, {1000, 1, 1}, {5000, 1, 1}};
+const mtiaDim3 kGrids[] = {{1, 1, 1},  {2, 1, 1}, {3, 1, 1},    {7, 1, 1},
+                           {64, 1, 1}, {2, 3, 2}, {1000, 1, 1}, {5000, 1, 1}};
 
 std::vector<float> randomFloats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -123,7 +124,8 @@ TEST_F(SimKernel, MatmulForAnyGrid) {
   upload(b.f32(), vb);
   for (const mtiaDim3 grid : kGrids) {
     std::fill(c.f32(), c.f32() + m * n, -1.0f);
-    launch(q, "matmul_f32", grid, c.f32(), static_cast<const float*>(a.f32()), static_cast<const float*>(b.f32()), m, n, k);
+    launch(q, "matmul_f32", grid, c.f32(), static_cast<const float*>(a.f32()), static_cast<const float*>(b.f32()), m, n,
+           k);
     ASSERT_EQ(finish(q), mtiaSuccess) << lastError();
     for (uint64_t i = 0; i < m; ++i) {
       for (uint64_t j = 0; j < n; ++j) {
@@ -134,7 +136,8 @@ TEST_F(SimKernel, MatmulForAnyGrid) {
     }
   }
   // k = 0: the product of empty matrices is all zeros.
-  launch(q, "matmul_f32", {3, 1, 1}, c.f32(), static_cast<const float*>(nullptr), static_cast<const float*>(nullptr), m, n, uint64_t{0});
+  launch(q, "matmul_f32", {3, 1, 1}, c.f32(), static_cast<const float*>(nullptr), static_cast<const float*>(nullptr), m,
+         n, uint64_t{0});
   ASSERT_EQ(finish(q), mtiaSuccess) << lastError();
   for (uint64_t i = 0; i < m * n; ++i) EXPECT_EQ(c.f32()[i], 0.0f);
 }
@@ -151,9 +154,9 @@ TEST_F(SimKernel, SleepOccupiesItsEngineForTheTime) {
 
 TEST_F(SimKernel, BuiltinLookupAndInfo) {
   const std::pair<const char*, std::vector<uint32_t>> expected[] = {
-      {"fill_f32", {8, 4, 8}},           {"copy_f32", {8, 8, 8}},       {"add_f32", {8, 8, 8, 8}},
-      {"mul_f32", {8, 8, 8, 8}},         {"scale_f32", {8, 8, 4, 8}},   {"axpy_f32", {8, 4, 8, 8}},
-      {"relu_f32", {8, 8, 8}},           {"reduce_sum_f32", {8, 8, 8}}, {"matmul_f32", {8, 8, 8, 8, 8, 8}},
+      {"fill_f32", {8, 4, 8}},   {"copy_f32", {8, 8, 8}},       {"add_f32", {8, 8, 8, 8}},
+      {"mul_f32", {8, 8, 8, 8}}, {"scale_f32", {8, 8, 4, 8}},   {"axpy_f32", {8, 4, 8, 8}},
+      {"relu_f32", {8, 8, 8}},   {"reduce_sum_f32", {8, 8, 8}}, {"matmul_f32", {8, 8, 8, 8, 8, 8}},
       {"sleep_us", {8}},
   };
   for (const auto& [name, sizes] : expected) {

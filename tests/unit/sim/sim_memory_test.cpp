@@ -151,7 +151,7 @@ TEST_F(SimMemory, AdjacentMappingsUnmapTogether) {
   char* base = static_cast<char*>(va);
   ASSERT_EQ(d.memMap(base, kGran, a, 0), mtiaSuccess);
   ASSERT_EQ(d.memMap(base + kGran, 2 * kGran, b, 0), mtiaSuccess);
-  std::memset(base, 1, 3 * kGran);  // one contiguous range across both
+  std::memset(base, 1, 3 * kGran);                                // one contiguous range across both
   EXPECT_EQ(d.memUnmap(base, 2 * kGran), mtiaErrorInvalidValue);  // ends inside b
   EXPECT_EQ(d.memUnmap(base + kGran, kGran), mtiaErrorInvalidValue);
   EXPECT_EQ(d.memUnmap(base, 3 * kGran), mtiaSuccess) << lastError();
@@ -299,11 +299,11 @@ TEST_F(SimMemory, MapErrors) {
   EXPECT_EQ(d.memMap(va, kGran, reinterpret_cast<mtiaDrvMem>(&notMemory), 0), mtiaErrorInvalidHandle);
   EXPECT_EQ(d.memMap(va, kGran, nullptr, 0), mtiaErrorInvalidHandle);
   EXPECT_EQ(d.memMap(nullptr, kGran, mem, 0), mtiaErrorInvalidValue);
-  EXPECT_EQ(d.memMap(p + 4096, kGran, mem, 0), mtiaErrorInvalidValue);       // unaligned address
-  EXPECT_EQ(d.memMap(va, kGran + 4096, mem, 0), mtiaErrorInvalidValue);      // unaligned size
-  EXPECT_EQ(d.memMap(va, 0, mem, 0), mtiaErrorInvalidValue);                 // empty
-  EXPECT_EQ(d.memMap(va, kGran, mem, 4096), mtiaErrorInvalidValue);          // unaligned offset
-  EXPECT_EQ(d.memMap(va, 2 * kGran, mem, kGran), mtiaErrorInvalidValue);     // past the memory
+  EXPECT_EQ(d.memMap(p + 4096, kGran, mem, 0), mtiaErrorInvalidValue);    // unaligned address
+  EXPECT_EQ(d.memMap(va, kGran + 4096, mem, 0), mtiaErrorInvalidValue);   // unaligned size
+  EXPECT_EQ(d.memMap(va, 0, mem, 0), mtiaErrorInvalidValue);              // empty
+  EXPECT_EQ(d.memMap(va, kGran, mem, 4096), mtiaErrorInvalidValue);       // unaligned offset
+  EXPECT_EQ(d.memMap(va, 2 * kGran, mem, kGran), mtiaErrorInvalidValue);  // past the memory
   EXPECT_EQ(d.memMap(va, kGran, mem, UINT64_MAX / kGran * kGran), mtiaErrorInvalidValue);
   void* released = nullptr;
   ASSERT_EQ(d.vaReserve(0, kGran, 0, &released), mtiaSuccess);

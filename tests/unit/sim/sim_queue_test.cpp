@@ -55,7 +55,9 @@ TEST_F(SimQueue, KernelsOnOneQueueSeeEachOthersResults) {
   DeviceBuffer ones(0, kGran);
   launch(q, "fill_f32", {1, 1, 1}, buf.f32(), 0.0f, uint64_t{1024});
   launch(q, "fill_f32", {1, 1, 1}, ones.f32(), 1.0f, uint64_t{1024});
-  for (int i = 0; i < 1000; ++i) launch(q, "add_f32", {4, 1, 1}, buf.f32(), static_cast<const float*>(buf.f32()), static_cast<const float*>(ones.f32()), uint64_t{1024});
+  for (int i = 0; i < 1000; ++i)
+    launch(q, "add_f32", {4, 1, 1}, buf.f32(), static_cast<const float*>(buf.f32()),
+           static_cast<const float*>(ones.f32()), uint64_t{1024});
   ASSERT_EQ(finish(q), mtiaSuccess);
   for (int i = 0; i < 1024; ++i) ASSERT_EQ(buf.f32()[i], 1000.0f) << i;
   EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
@@ -118,7 +120,9 @@ TEST_F(SimQueue, MoreQueuesThanEnginesShareThem) {
   for (int32_t i = 0; i < count; ++i) {
     int overlapping = 0;
     for (int32_t j = 0; j < count; ++j) {
-      if (start[static_cast<size_t>(j)] <= start[static_cast<size_t>(i)] && start[static_cast<size_t>(i)] < end[static_cast<size_t>(j)]) overlapping++;
+      if (start[static_cast<size_t>(j)] <= start[static_cast<size_t>(i)] &&
+          start[static_cast<size_t>(i)] < end[static_cast<size_t>(j)])
+        overlapping++;
     }
     EXPECT_LE(overlapping, engines);
   }

@@ -70,11 +70,11 @@ TEST(SimRangeAllocator, RejectsBadRequests) {
   EXPECT_FALSE(a.release(100, 10));  // never allocated: overlaps free space
   ASSERT_EQ(a.allocate(50, 1), 100u);
   EXPECT_FALSE(a.release(100, 0));
-  EXPECT_FALSE(a.release(50, 10));    // before the span
-  EXPECT_FALSE(a.release(190, 20));   // past the end
-  EXPECT_FALSE(a.release(140, 20));   // half free already
+  EXPECT_FALSE(a.release(50, 10));   // before the span
+  EXPECT_FALSE(a.release(190, 20));  // past the end
+  EXPECT_FALSE(a.release(140, 20));  // half free already
   ASSERT_TRUE(a.release(100, 50));
-  EXPECT_FALSE(a.release(100, 50));   // double release
+  EXPECT_FALSE(a.release(100, 50));  // double release
   EXPECT_EQ(a.freeBytes(), 100u);
 }
 

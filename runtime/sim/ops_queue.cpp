@@ -1,0 +1,234 @@
+// Entries about queues and the commands submitted to them.
+#include "ops_common.hpp"
+
+#include <memory>
+
+namespace mtia::sim::ops {
+namespace {
+
+inline constexpr uint64_t kMaxSharedMem = 48 * 1024;
+inline constexpr uint32_t kMaxBlockThreads = 1024;
+
+bool validDim(const mtiaDim3& d) { return d.x != 0 && d.y != 0 && d.z != 0; }
+
+// Fills command from a kernel launch. Called with handles.mu held shared.
+mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
+  const auto& k = cmd.u.kernel;
+  const auto* kernel = reinterpret_cast<const Kernel*>(k.kernel);
+  if (!isBuiltinKernel(kernel)) {
+    Handles& handles = machine.handles();
+    auto it = handles.kernels.find(kernel);
+    if (it == handles.kernels.end()) {
+      return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a kernel of a loaded module",
+                   static_cast<const void*>(kernel));
+    }
+    command.module = it->second;
+  }
+  if (!validDim(k.grid) || !validDim(k.block)) {
+    return failf(mtiaErrorInvalidValue,
+                 "queueSubmit: kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must not be 0", kernel->name,
+                 k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
+  }
+  if (k.grid.x > 2147483647u || k.grid.y > 65535u || k.grid.z > 65535u) {
+    return failf(mtiaErrorInvalidValue,
+                 "queueSubmit: kernel '{}': grid ({}, {}, {}) exceeds (2147483647, 65535, 65535)", kernel->name,
+                 k.grid.x, k.grid.y, k.grid.z);
+  }
+  const uint64_t threads = uint64_t{k.block.x} * k.block.y * k.block.z;
+  if (k.block.x > 1024 || k.block.y > 1024 || k.block.z > 64 || threads > kMaxBlockThreads) {
+    return failf(mtiaErrorInvalidValue,
+                 "queueSubmit: kernel '{}': block ({}, {}, {}) exceeds (1024, 1024, 64) or {} threads", kernel->name,
+                 k.block.x, k.block.y, k.block.z, kMaxBlockThreads);
+  }
+  if (k.sharedMem > kMaxSharedMem) {
+    return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': sharedMem {} exceeds {} bytes", kernel->name,
+                 k.sharedMem, kMaxSharedMem);
+  }
+  if (kernel->numArgs > 0) {
+    if (k.args == nullptr) {
+      return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}' takes {} arguments but args is NULL", kernel->name,
+                   kernel->numArgs);
+    }
+    for (uint32_t i = 0; i < kernel->numArgs; ++i) {
+      if (k.args[i] == nullptr) {
+        return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': args[{}] is NULL", kernel->name, i);
+      }
+    }
+  }
+  command.kernel = kernel;
+  command.args.assign(*kernel, k.args);
+  command.injectFault = machine.faults().nextLaunchFaults(kernel->name);
+  return mtiaSuccess;
+}
+
+bool rangeWraps(const void* p, uint64_t size) { return size > UINTPTR_MAX - reinterpret_cast<uintptr_t>(p); }
+
+// Fills command from cmd. Called with handles.mu held shared.
+mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
+  command.cmd = cmd;
+  switch (cmd.type) {
+    case mtiaDrvCmdKernel: return prepareKernel(machine, cmd, command);
+    case mtiaDrvCmdCopy: {
+      const auto& c = cmd.u.copy;
+      if (c.size == 0) return mtiaSuccess;
+      if (c.dst == nullptr || c.src == nullptr || rangeWraps(c.dst, c.size) || rangeWraps(c.src, c.size)) {
+        return failf(mtiaErrorInvalidValue, "queueSubmit: copy of {} bytes from {} to {} is not valid", c.size, c.src,
+                     c.dst);
+      }
+      const auto d = reinterpret_cast<uintptr_t>(c.dst);
+      const auto s = reinterpret_cast<uintptr_t>(c.src);
+      if (d < s + c.size && s < d + c.size) {
+        return failf(mtiaErrorInvalidValue, "queueSubmit: copy ranges overlap (src {}, dst {}, {} bytes)", c.src, c.dst,
+                     c.size);
+      }
+      return mtiaSuccess;
+    }
+    case mtiaDrvCmdFill:
+      if (cmd.u.fill.size != 0 && (cmd.u.fill.dst == nullptr || rangeWraps(cmd.u.fill.dst, cmd.u.fill.size))) {
+        return failf(mtiaErrorInvalidValue, "queueSubmit: fill of {} bytes at {} is not valid", cmd.u.fill.size,
+                     cmd.u.fill.dst);
+      }
+      return mtiaSuccess;
+    case mtiaDrvCmdHostFunc:
+      if (cmd.u.hostFunc.fn == nullptr) return nullArgument("queueSubmit", "hostFunc.fn");
+      return mtiaSuccess;
+    case mtiaDrvCmdWait: {
+      auto it = machine.handles().queues.find(reinterpret_cast<const Queue*>(cmd.u.wait.queue));
+      if (it == machine.handles().queues.end()) {
+        return failf(mtiaErrorInvalidHandle, "queueSubmit: wait target {} is not a live queue",
+                     static_cast<void*>(cmd.u.wait.queue));
+      }
+      // Only commands already submitted can be waited for, which also rules out cycles of waits.
+      const uint64_t submitted = it->second->submitted();
+      if (cmd.u.wait.value > submitted) {
+        return failf(mtiaErrorInvalidValue, "queueSubmit: wait for command {} of a queue that has only {} submitted",
+                     cmd.u.wait.value, submitted);
+      }
+      command.waitTarget = it->second;
+      return mtiaSuccess;
+    }
+    case mtiaDrvCmdTimestamp:
+      if (cmd.u.timestamp.out == nullptr) return nullArgument("queueSubmit", "timestamp.out");
+      return mtiaSuccess;
+    default: return failf(mtiaErrorInvalidValue, "queueSubmit: unknown command type {}", static_cast<int>(cmd.type));
+  }
+}
+
+}  // namespace
+
+// Thread-safe; the device's first queue starts its engine threads. Errors: mtiaErrorInvalidDevice,
+// mtiaErrorInvalidValue (queue NULL, flags not 0).
+mtiaError_t queueCreate(int32_t dev, int32_t priority, uint32_t flags, mtiaDrvQueue* queue) {
+  return guarded("queueCreate", [&] {
+    Device* device = nullptr;
+    if (mtiaError_t err = deviceFor("queueCreate", dev, device); err != mtiaSuccess) return err;
+    if (queue == nullptr) return nullArgument("queueCreate", "queue");
+    if (flags != 0) return failf(mtiaErrorInvalidValue, "queueCreate: flags must be 0, got {:#x}", flags);
+    std::shared_ptr<Queue> created = device->createQueue(priority);
+    Handles& handles = device->machine().handles();
+    std::unique_lock lock(handles.mu);
+    const Queue* raw = created.get();
+    handles.queues.emplace(raw, std::move(created));
+    *queue = reinterpret_cast<mtiaDrvQueue>(const_cast<Queue*>(raw));
+    return mtiaSuccess;
+  });
+}
+
+// Thread-safe, returns at once: queued commands still run, and commands that wait on this queue keep
+// it alive. Errors: mtiaErrorInvalidHandle.
+mtiaError_t queueDestroy(mtiaDrvQueue queue) {
+  return guarded("queueDestroy", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("queueDestroy", machine); err != mtiaSuccess) return err;
+    Handles& handles = machine->handles();
+    std::shared_ptr<Queue> dropped;  // released after the lock
+    std::unique_lock lock(handles.mu);
+    auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
+    if (it == handles.queues.end()) {
+      return failf(mtiaErrorInvalidHandle, "queueDestroy: {} is not a live queue", static_cast<void*>(queue));
+    }
+    dropped = std::move(it->second);
+    handles.queues.erase(it);
+    lock.unlock();
+    return mtiaSuccess;
+  });
+}
+
+// Thread-safe and cheap: the queue's own lock, and the device's scheduler lock only when the queue was
+// idle; never blocks on device work. Copies kernel argument values before returning. Errors:
+// mtiaErrorInvalidValue (cmd or seq NULL, malformed command), mtiaErrorInvalidHandle (queue, kernel or
+// wait target), mtiaErrorLaunchFailure (the device has a sticky fault).
+mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq) {
+  return guarded("queueSubmit", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("queueSubmit", machine); err != mtiaSuccess) return err;
+    if (cmd == nullptr || seq == nullptr) return nullArgument("queueSubmit", "cmd and seq");
+    Handles& handles = machine->handles();
+    std::shared_lock lock(handles.mu);  // queue stays alive for the call
+    auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
+    if (it == handles.queues.end()) {
+      return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a live queue", static_cast<void*>(queue));
+    }
+    Queue& q = *it->second;
+    if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
+    Command command;
+    if (mtiaError_t err = prepareCommand(*machine, *cmd, command); err != mtiaSuccess) return err;
+    *seq = q.submit(std::move(command));
+    return mtiaSuccess;
+  });
+}
+
+// Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle, mtiaErrorInvalidValue (completed NULL).
+mtiaError_t queueQuery(mtiaDrvQueue queue, uint64_t* completed) {
+  return guarded("queueQuery", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("queueQuery", machine); err != mtiaSuccess) return err;
+    if (completed == nullptr) return nullArgument("queueQuery", "completed");
+    Handles& handles = machine->handles();
+    std::shared_lock lock(handles.mu);
+    auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
+    if (it == handles.queues.end()) {
+      return failf(mtiaErrorInvalidHandle, "queueQuery: {} is not a live queue", static_cast<void*>(queue));
+    }
+    *completed = it->second->completed();
+    return mtiaSuccess;
+  });
+}
+
+// Thread-safe; blocks until command seq completed (MTIA_DRV_WAIT_SPIN polls and yields first,
+// MTIA_DRV_WAIT_SLEEP sleeps at once). Errors: mtiaErrorInvalidHandle, mtiaErrorInvalidValue (unknown
+// flags, seq not submitted yet), mtiaErrorNotPermitted (a host function of this device would wait for
+// pending work of its own device), mtiaErrorLaunchFailure (the device's sticky fault).
+mtiaError_t queueWait(mtiaDrvQueue queue, uint64_t seq, uint32_t flags) {
+  return guarded("queueWait", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("queueWait", machine); err != mtiaSuccess) return err;
+    if (flags != MTIA_DRV_WAIT_SPIN && flags != MTIA_DRV_WAIT_SLEEP) {
+      return failf(mtiaErrorInvalidValue, "queueWait: unknown flags {:#x}", flags);
+    }
+    std::shared_ptr<Queue> q;
+    {
+      Handles& handles = machine->handles();
+      std::shared_lock lock(handles.mu);
+      auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
+      if (it == handles.queues.end()) {
+        return failf(mtiaErrorInvalidHandle, "queueWait: {} is not a live queue", static_cast<void*>(queue));
+      }
+      q = it->second;
+    }
+    if (seq > q->submitted()) {
+      return failf(mtiaErrorInvalidValue, "queueWait: command {} was never submitted (the queue has {})", seq,
+                   q->submitted());
+    }
+    if (q->completed() < seq) {
+      if (waitWouldBlockEngine(q->device())) {
+        return failf(mtiaErrorNotPermitted, "queueWait: called from a host function of device {} for pending work",
+                     q->device().index());
+      }
+      q->waitFor(seq, flags == MTIA_DRV_WAIT_SPIN);
+    }
+    return q->device().status();
+  });
+}
+
+}  // namespace mtia::sim::ops
