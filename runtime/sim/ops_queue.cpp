@@ -1,6 +1,7 @@
 // Entries about queues and the commands submitted to them.
 #include "ops_common.hpp"
 
+#include <cstring>
 #include <memory>
 
 namespace mtia::sim::ops {
@@ -63,10 +64,19 @@ mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& 
 
 bool rangeWraps(const void* p, uint64_t size) { return size > UINTPTR_MAX - reinterpret_cast<uintptr_t>(p); }
 
+// The command's type as plain bits: a caller may pass a number that is no enumerator, and loading that
+// as the enum would be undefined behaviour (UBSan reports it) before it could be rejected.
+int32_t commandType(const mtiaDrvCommand& cmd) {
+  int32_t type = 0;
+  std::memcpy(&type, &cmd.type, sizeof(type));
+  return type;
+}
+
 // Fills command from cmd. Called with handles.mu held shared.
 mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
-  command.cmd = cmd;
-  switch (cmd.type) {
+  std::memcpy(&command.cmd, &cmd, sizeof(cmd));
+  const int32_t type = commandType(cmd);
+  switch (type) {
     case mtiaDrvCmdKernel: return prepareKernel(machine, cmd, command);
     case mtiaDrvCmdCopy: {
       const auto& c = cmd.u.copy;
@@ -110,7 +120,7 @@ mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command&
     case mtiaDrvCmdTimestamp:
       if (cmd.u.timestamp.out == nullptr) return nullArgument("queueSubmit", "timestamp.out");
       return mtiaSuccess;
-    default: return failf(mtiaErrorInvalidValue, "queueSubmit: unknown command type {}", static_cast<int>(cmd.type));
+    default: return failf(mtiaErrorInvalidValue, "queueSubmit: unknown command type {}", type);
   }
 }
 

@@ -431,6 +431,10 @@ TEST_F(SimQueue, SubmitValidation) {
   c.type = static_cast<mtiaDrvCommandType>(42);
   EXPECT_EQ(d.queueSubmit(q, &c, &seq), mtiaErrorInvalidValue);
   EXPECT_NE(lastError().find("unknown command type 42"), std::string::npos) << lastError();
+  const int32_t negative = -1;  // no enumerator: must be rejected, not loaded as the enum
+  std::memcpy(&c.type, &negative, sizeof(negative));
+  EXPECT_EQ(d.queueSubmit(q, &c, &seq), mtiaErrorInvalidValue);
+  EXPECT_NE(lastError().find("unknown command type -1"), std::string::npos) << lastError();
   c = {};
   c.type = mtiaDrvCmdHostFunc;
   EXPECT_EQ(d.queueSubmit(q, &c, &seq), mtiaErrorInvalidValue);
