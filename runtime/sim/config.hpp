@@ -19,6 +19,11 @@ inline constexpr uint64_t kGiB = 1ull << 30;
 inline constexpr uint64_t kTiB = 1ull << 40;
 // Physical allocations, reservations and mappings are multiples of this.
 inline constexpr uint64_t kGranularity = 2 * kMiB;
+// The launch limits every simulated device reports and enforces.
+inline constexpr uint64_t kSharedMemPerBlock = 48 * 1024;
+inline constexpr uint32_t kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+inline constexpr uint32_t kMaxGridDim[3] = {2147483647u, 65535u, 65535u};
 inline constexpr int32_t kMaxDevices = 64;
 inline constexpr int32_t kMaxEngines = 64;
 inline constexpr uint64_t kMinMemory = kMiB;

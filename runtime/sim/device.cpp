@@ -36,19 +36,17 @@ mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
   info.major = 2;
   info.minor = 0;
   info.numaNode = Topology::instance().numaNodeOfDevice(index_);
-  info.maxThreadsPerBlock = 1024;
-  info.maxThreadsDim[0] = 1024;
-  info.maxThreadsDim[1] = 1024;
-  info.maxThreadsDim[2] = 64;
-  info.maxGridSize[0] = 2147483647;
-  info.maxGridSize[1] = 65535;
-  info.maxGridSize[2] = 65535;
+  info.maxThreadsPerBlock = static_cast<int32_t>(kMaxThreadsPerBlock);
+  for (int i = 0; i < 3; ++i) {
+    info.maxThreadsDim[i] = static_cast<int32_t>(kMaxBlockDim[i]);
+    info.maxGridSize[i] = static_cast<int32_t>(kMaxGridDim[i]);
+  }
   info.pciDomain = 0;
   info.pciBus = devicePciBus(index_);
   info.pciDevice = 0;
   info.priorityLeast = kPriorityLeast;
   info.priorityGreatest = kPriorityGreatest;
-  info.sharedMemPerBlock = 48 * 1024;
+  info.sharedMemPerBlock = kSharedMemPerBlock;
   info.allocationGranularity = kGranularity;
   info.vaBase = vaBase;
   info.vaSize = vaSize;

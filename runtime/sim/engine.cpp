@@ -2,6 +2,7 @@
 
 #include "clock.hpp"
 #include "command.hpp"
+#include "config.hpp"
 #include "device.hpp"
 #include "machine.hpp"
 #include "queue.hpp"
@@ -15,8 +16,6 @@
 
 namespace mtia::sim {
 namespace {
-
-inline constexpr size_t kSharedMemBytes = 48 * 1024;
 
 // What kernel callbacks reach through ctx->driverData.
 struct Launch {
@@ -53,7 +52,7 @@ bool runGuarded(Fn&& fn, std::string& message) {
 }
 
 unsigned char* sharedMemory() {
-  thread_local std::unique_ptr<unsigned char[]> buffer(new unsigned char[kSharedMemBytes]);
+  thread_local std::unique_ptr<unsigned char[]> buffer(new unsigned char[kSharedMemPerBlock]);
   return buffer.get();
 }
 

@@ -7,9 +7,6 @@
 namespace mtia::sim::ops {
 namespace {
 
-inline constexpr uint64_t kMaxSharedMem = 48 * 1024;
-inline constexpr uint32_t kMaxBlockThreads = 1024;
-
 bool validDim(const mtiaDim3& d) { return d.x != 0 && d.y != 0 && d.z != 0; }
 
 // Fills command from a kernel launch. Called with handles.mu held shared.
@@ -30,20 +27,21 @@ mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& 
                  "queueSubmit: kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must not be 0", kernel->name,
                  k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
   }
-  if (k.grid.x > 2147483647u || k.grid.y > 65535u || k.grid.z > 65535u) {
-    return failf(mtiaErrorInvalidValue,
-                 "queueSubmit: kernel '{}': grid ({}, {}, {}) exceeds (2147483647, 65535, 65535)", kernel->name,
-                 k.grid.x, k.grid.y, k.grid.z);
+  if (k.grid.x > kMaxGridDim[0] || k.grid.y > kMaxGridDim[1] || k.grid.z > kMaxGridDim[2]) {
+    return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': grid ({}, {}, {}) exceeds ({}, {}, {})",
+                 kernel->name, k.grid.x, k.grid.y, k.grid.z, kMaxGridDim[0], kMaxGridDim[1], kMaxGridDim[2]);
   }
   const uint64_t threads = uint64_t{k.block.x} * k.block.y * k.block.z;
-  if (k.block.x > 1024 || k.block.y > 1024 || k.block.z > 64 || threads > kMaxBlockThreads) {
+  if (k.block.x > kMaxBlockDim[0] || k.block.y > kMaxBlockDim[1] || k.block.z > kMaxBlockDim[2] ||
+      threads > kMaxThreadsPerBlock) {
     return failf(mtiaErrorInvalidValue,
-                 "queueSubmit: kernel '{}': block ({}, {}, {}) exceeds (1024, 1024, 64) or {} threads", kernel->name,
-                 k.block.x, k.block.y, k.block.z, kMaxBlockThreads);
+                 "queueSubmit: kernel '{}': block ({}, {}, {}) exceeds ({}, {}, {}) or {} threads", kernel->name,
+                 k.block.x, k.block.y, k.block.z, kMaxBlockDim[0], kMaxBlockDim[1], kMaxBlockDim[2],
+                 kMaxThreadsPerBlock);
   }
-  if (k.sharedMem > kMaxSharedMem) {
+  if (k.sharedMem > kSharedMemPerBlock) {
     return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': sharedMem {} exceeds {} bytes", kernel->name,
-                 k.sharedMem, kMaxSharedMem);
+                 k.sharedMem, kSharedMemPerBlock);
   }
   if (kernel->numArgs > 0) {
     if (k.args == nullptr) {

@@ -8,10 +8,9 @@
 
 #include <pthread.h>
 
-#include <cstdio>
-
 #include <array>
 #include <bit>
+#include <cstdio>
 #include <thread>
 
 namespace mtia::sim {
