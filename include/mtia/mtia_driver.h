@@ -66,7 +66,7 @@ typedef struct mtiaDrvDeviceInfo {
 
 typedef enum mtiaDrvCommandType {
   mtiaDrvCmdKernel = 1,    /* run kernel once per block of grid */
-  mtiaDrvCmdCopy = 2,      /* memmove-free copy of size bytes; ranges must not overlap */
+  mtiaDrvCmdCopy = 2,      /* copy size bytes; overlapping ranges are refused (mtiaErrorInvalidValue) */
   mtiaDrvCmdFill = 3,      /* set size bytes to value */
   mtiaDrvCmdHostFunc = 4,  /* call fn(userData) on a driver thread, in queue order */
   mtiaDrvCmdWait = 5,      /* later commands wait until queue has completed command number value */
@@ -100,7 +100,8 @@ typedef struct mtiaDrvCommand {
     } hostFunc;
     struct {
       mtiaDrvQueue queue; /* any queue of any device of this driver, alive until the wait is done */
-      uint64_t value;     /* a command number returned by queueSubmit on that queue */
+      uint64_t value;     /* a command number already returned by queueSubmit on that queue (a larger
+                             one is mtiaErrorInvalidValue, which also rules out cycles of waits) */
     } wait;
     struct {
       uint64_t* out; /* must stay valid until the command completes */
@@ -109,7 +110,7 @@ typedef struct mtiaDrvCommand {
 } mtiaDrvCommand;
 
 /* queueWait flags */
-#define MTIA_DRV_WAIT_SPIN 0u  /* poll, then yield */
+#define MTIA_DRV_WAIT_SPIN 0u  /* poll, then yield, then sleep */
 #define MTIA_DRV_WAIT_SLEEP 1u /* sleep until woken (blocking sync) */
 
 typedef struct mtiaDriverOps {
@@ -123,10 +124,15 @@ typedef struct mtiaDriverOps {
   /* A short static name ("sim"). */
   const char* (*getName)(void);
   mtiaError_t (*deviceGetCount)(int32_t* count);
+  /* Writes at most info->structSize bytes and sets structSize to the bytes written. */
   mtiaError_t (*deviceGetInfo)(int32_t dev, mtiaDrvDeviceInfo* info);
-  /* The device's sticky fault (mtiaErrorLaunchFailure once a command faulted), else mtiaSuccess. */
+  /* The device's sticky fault (mtiaErrorLaunchFailure once a command faulted), else mtiaSuccess.
+   * After a fault, commands still queued on the device complete without running (host functions
+   * included, so they must not be relied on for cleanup); timestamps are still written. */
   mtiaError_t (*deviceGetStatus)(int32_t dev);
-  /* Blocks until every command submitted to the device (destroyed queues too) completed. */
+  /* Blocks until every command submitted to the device (destroyed queues too) completed.
+   * From a driver thread with the device's work pending: mtiaErrorNotPermitted (it would wait on
+   * itself); the same holds for queueWait. */
   mtiaError_t (*deviceSynchronize)(int32_t dev);
   /* free: what every user of the device leaves unallocated. */
   mtiaError_t (*memGetInfo)(int32_t dev, uint64_t* free, uint64_t* total);

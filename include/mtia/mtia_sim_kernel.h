@@ -29,7 +29,8 @@ typedef struct mtiaKernelContext {
   uint64_t sharedMemSize;
   /* Faults the launch: the device records a sticky mtiaErrorLaunchFailure with message. */
   void (*fault)(const struct mtiaKernelContext* ctx, const char* message);
-  /* 1 when [ptr, ptr + bytes) is mapped device memory this device may access, else 0. */
+  /* 1 when [ptr, ptr + bytes) is mapped device memory this device may access, else 0;
+   * bytes == 0 asks whether ptr itself is mapped. */
   int (*isDeviceRange)(const struct mtiaKernelContext* ctx, const void* ptr, uint64_t bytes);
   void* driverData; /* the driver's; do not touch */
 } mtiaKernelContext;
