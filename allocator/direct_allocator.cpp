@@ -21,29 +21,35 @@ void* DirectAllocator::allocate(size_t size) {
   const uint64_t rounded = (size + granularity_ - 1) / granularity_ * granularity_;
   const auto& ops = driver_.ops();
   // Out of addresses or out of physical memory: both are the caller's OOM.
-  auto check = [&](mtiaError_t st, const char* what) {
+  // why is captured before cleanup calls replace the driver's message.
+  auto raise = [&](mtiaError_t st, const char* what, const std::string& why) {
     if (st == mtiaErrorMemoryAllocation)
-      fail(st, "out of memory on device {}: cannot allocate {} bytes ({})", device_, size, ops.lastErrorMessage());
-    driver_.check(st, what);
+      fail(st, "out of memory on device {}: cannot allocate {} bytes ({})", device_, size, why);
+    driver_.raise(st, what, why);
   };
   void* va = nullptr;
   mtiaDrvMem mem = nullptr;
-  check(ops.vaReserve(driverDevice_, rounded, 0, &va), "reserving device addresses");
+  if (mtiaError_t st = ops.vaReserve(driverDevice_, rounded, 0, &va); st != mtiaSuccess)
+    raise(st, "reserving device addresses", driver_.message());
   if (mtiaError_t st = ops.memCreate(driverDevice_, rounded, &mem); st != mtiaSuccess) {
-    const std::string why = ops.lastErrorMessage();
+    const std::string why = driver_.message();
     ops.vaRelease(driverDevice_, va, rounded);
-    if (st == mtiaErrorMemoryAllocation)
-      fail(st, "out of memory on device {}: cannot allocate {} bytes ({})", device_, size, why);
-    driver_.check(st, "creating device memory");
+    raise(st, "creating device memory", why);
   }
   if (mtiaError_t st = ops.memMap(va, rounded, mem, 0); st != mtiaSuccess) {
-    const std::string why = ops.lastErrorMessage();
+    const std::string why = driver_.message();
     ops.memRelease(mem);
     ops.vaRelease(driverDevice_, va, rounded);
-    fail(st, "mapping device memory: {}", why);
+    raise(st, "mapping device memory", why);
   }
-  std::unique_lock lock(mu_);
-  live_[reinterpret_cast<uintptr_t>(va)] = Record{Allocation{va, size, rounded, device_}, mem};
+  const Record r{Allocation{va, size, rounded, device_}, mem};
+  try {
+    std::unique_lock lock(mu_);
+    live_[reinterpret_cast<uintptr_t>(va)] = r;
+  } catch (...) {
+    release(r);
+    throw;
+  }
   return va;
 }
 
@@ -66,9 +72,10 @@ void DirectAllocator::free(void* ptr) {
   // Queued work may still use the memory; on a faulted device the queued work
   // was dropped, so the memory is released either way and the fault reported.
   const mtiaError_t st = driver_.ops().deviceSynchronize(driverDevice_);
-  std::string why = st == mtiaSuccess ? "" : driver_.ops().lastErrorMessage();
+  const std::string why = st == mtiaSuccess ? "" : driver_.message();
   release(r);
-  if (st != mtiaSuccess) fail(st, "device {} fault: {}", device_, why);
+  if (st != mtiaSuccess)
+    driver_.raise(st, fmt::format("device {} has a sticky fault (the memory was released)", device_).c_str(), why);
 }
 
 void DirectAllocator::release(const Record& r) noexcept {
@@ -77,7 +84,7 @@ void DirectAllocator::release(const Record& r) noexcept {
   if (ops.memUnmap(r.a.base, r.a.reserved) != mtiaSuccess || ops.memRelease(mem) != mtiaSuccess ||
       ops.vaRelease(driverDevice_, r.a.base, r.a.reserved) != mtiaSuccess)
     log(LogLevel::Error, "device {}: releasing {} bytes at {} failed: {}", device_, r.a.reserved, r.a.base,
-        ops.lastErrorMessage());
+        driver_.message());
 }
 
 std::optional<Allocation> DirectAllocator::find(const void* ptr) const {

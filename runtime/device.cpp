@@ -46,7 +46,7 @@ bool Device::setPeerAccess(const Device& peer, bool enable) {
 void Device::checkHealthy() const {
   std::string why;
   if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess)
-    fail(s, "device {} has a sticky fault: {}", ordinal_, why);
+    driver_.raise(s, fmt::format("device {} has a sticky fault", ordinal_).c_str(), why);
 }
 
 void Device::synchronize() const {

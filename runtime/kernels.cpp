@@ -1,6 +1,7 @@
 #include "runtime/kernels.hpp"
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/log.hpp"
 
 namespace mtia {
 namespace {
@@ -26,46 +27,59 @@ void checkDims(const char* what, mtiaDim3 d, const int32_t (&limit)[3]) {
 
 }  // namespace
 
-mtiaFunction_t Kernels::registerFunction(mtiaDrvKernel kernel, const std::string& name) {
+Module::~Module() {
+  if (driver.ops().moduleUnload(module) != mtiaSuccess)
+    log(LogLevel::Error, "unloading module '{}' failed: {}", path, driver.message());
+}
+
+mtiaFunction_t Kernels::registerFunction(mtiaDrvKernel kernel, const std::string& name, std::shared_ptr<Module> module) {
   auto f = std::make_shared<Function>();
   f->kernel = kernel;
   f->name = name;
+  f->module = std::move(module);
   driver_->check(driver_->ops().kernelGetInfo(kernel, &f->numArgs, f->argSizes.data()), "reading kernel arguments");
+  if (f->numArgs > MTIA_DRIVER_MAX_KERNEL_ARGS)
+    fail(mtiaErrorDriver, "driver '{}' reports {} arguments for kernel '{}' (at most {})", driver_->name(), f->numArgs,
+         name, MTIA_DRIVER_MAX_KERNEL_ARGS);
   return toHandle<mtiaFunction_t>(functions_.insert(std::move(f)));
 }
 
 mtiaModule_t Kernels::loadModule(const char* path) {
-  auto m = std::make_shared<Module>();
-  m->path = path;
-  mtiaError_t st = driver_->ops().moduleLoad(path, &m->module);
+  mtiaDrvModule raw = nullptr;
+  mtiaError_t st = driver_->ops().moduleLoad(path, &raw);
   if (st == mtiaErrorNotFound || st == mtiaErrorInvalidValue)
-    fail(mtiaErrorNotFound, "path '{}' cannot be loaded as a module: {}", path, driver_->ops().lastErrorMessage());
+    fail(mtiaErrorNotFound, "path '{}' cannot be loaded as a module: {}", path, driver_->message());
   driver_->check(st, "loading a module");
+  auto m = std::make_shared<Module>(*driver_, raw, path);  // from here on, ~Module unloads it
   return toHandle<mtiaModule_t>(modules_.insert(std::move(m)));
 }
 
 void Kernels::unloadModule(mtiaModule_t module) {
-  std::shared_ptr<Module> m;
-  {
-    std::lock_guard lock(mu_);
-    m = modules_.remove(fromHandle(module));
-    if (!m) fail(mtiaErrorInvalidHandle, "module {} is not a loaded module (stale, unloaded or foreign)", fmt::ptr(module));
-    for (uint64_t h : m->functionHandles) functions_.remove(h);
-  }
-  driver_->check(driver_->ops().moduleUnload(m->module), "unloading a module");
+  std::lock_guard lock(mu_);
+  std::shared_ptr<Module> m = modules_.remove(fromHandle(module));
+  if (!m) fail(mtiaErrorInvalidHandle, "module {} is not a loaded module (stale, unloaded or foreign)", fmt::ptr(module));
+  for (const auto& [name, h] : m->functions) functions_.remove(h);
+  // The driver module goes with the last reference: here, or when the last
+  // launch that already holds one of its functions has queued its kernel.
 }
 
 mtiaFunction_t Kernels::moduleFunction(mtiaModule_t module, const char* name) {
   std::lock_guard lock(mu_);
   std::shared_ptr<Module> m = modules_.lookup(fromHandle(module));
   if (!m) fail(mtiaErrorInvalidHandle, "module {} is not a loaded module (stale, unloaded or foreign)", fmt::ptr(module));
+  if (auto it = m->functions.find(name); it != m->functions.end()) return toHandle<mtiaFunction_t>(it->second);
   mtiaDrvKernel k = nullptr;
   mtiaError_t st = driver_->ops().moduleGetKernel(m->module, name, &k);
   if (st == mtiaErrorNotFound)
-    fail(st, "name '{}' is not a kernel of module '{}': {}", name, m->path, driver_->ops().lastErrorMessage());
+    fail(st, "name '{}' is not a kernel of module '{}': {}", name, m->path, driver_->message());
   driver_->check(st, "looking up a kernel");
-  mtiaFunction_t fn = registerFunction(k, name);
-  m->functionHandles.push_back(fromHandle(fn));
+  mtiaFunction_t fn = registerFunction(k, name, m);
+  try {
+    m->functions.emplace(name, fromHandle(fn));
+  } catch (...) {
+    functions_.remove(fromHandle(fn));
+    throw;
+  }
   return fn;
 }
 
@@ -76,8 +90,13 @@ mtiaFunction_t Kernels::builtinFunction(const char* name) {
   mtiaError_t st = driver_->ops().moduleGetKernel(nullptr, name, &k);
   if (st == mtiaErrorNotFound) fail(st, "name '{}' is not a built-in kernel", name);
   driver_->check(st, "looking up a built-in kernel");
-  mtiaFunction_t fn = registerFunction(k, name);
-  builtins_.emplace(name, fn);
+  mtiaFunction_t fn = registerFunction(k, name, nullptr);
+  try {
+    builtins_.emplace(name, fn);
+  } catch (...) {
+    functions_.remove(fromHandle(fn));
+    throw;
+  }
   return fn;
 }
 

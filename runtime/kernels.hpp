@@ -18,17 +18,30 @@
 
 namespace mtia {
 
+struct Module;
+
 struct Function {
   mtiaDrvKernel kernel = nullptr;
   std::string name;
   uint32_t numArgs = 0;
   std::array<uint32_t, MTIA_DRIVER_MAX_KERNEL_ARGS> argSizes{};
+  // Keeps the driver module loaded while a launch holds the function, even
+  // if the module's handle is unloaded meanwhile. Null for built-ins.
+  std::shared_ptr<Module> module;
 };
 
+// A loaded module. The driver's module is unloaded when the last reference
+// goes: the handle table's, and those of functions still being launched.
 struct Module {
-  mtiaDrvModule module = nullptr;
-  std::string path;
-  std::vector<uint64_t> functionHandles;  // invalidated when the module unloads
+  Module(const driver::Driver& d, mtiaDrvModule m, std::string p) : driver(d), module(m), path(std::move(p)) {}
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const driver::Driver& driver;
+  const mtiaDrvModule module;
+  const std::string path;
+  std::map<std::string, uint64_t, std::less<>> functions;  // name -> handle; guarded by Kernels::mu_
 };
 
 class Kernels {
@@ -48,7 +61,7 @@ class Kernels {
               size_t sharedMem, streams::Stream& stream) const;
 
  private:
-  mtiaFunction_t registerFunction(mtiaDrvKernel kernel, const std::string& name);
+  mtiaFunction_t registerFunction(mtiaDrvKernel kernel, const std::string& name, std::shared_ptr<Module> module);
 
   const driver::Driver* driver_ = nullptr;
   mutable std::mutex mu_;

@@ -31,7 +31,8 @@ void Stream::wait(uint64_t seq, bool sleep) const {
   if (seq == 0) {
     // Nothing submitted; still report a sticky fault like CUDA does.
     std::string why;
-    if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess) fail(s, "device fault: {}", why);
+    if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess)
+      driver_.raise(s, "device fault", why);
     return;
   }
   driver_.check(driver_.ops().queueWait(queue_, seq, sleep ? MTIA_DRV_WAIT_SLEEP : MTIA_DRV_WAIT_SPIN),

@@ -160,7 +160,8 @@ MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size);
 /** Frees memory from mtiaMalloc; mtiaFree(NULL) succeeds. Thread-safe; blocks until work already
  * queued on the owning device has finished, so no queued kernel can touch freed memory.
  * Errors: mtiaErrorInvalidValue (ptr is not the start of a live allocation: interior pointer,
- * double free, host pointer). */
+ * double free, host pointer), mtiaErrorLaunchFailure (the owning device has a sticky fault; the memory
+ * is released all the same, so do not free it again). */
 MTIA_API mtiaError_t mtiaFree(void* ptr);
 
 /** Copies count bytes and returns when the copy is done. It is ordered after earlier work on the

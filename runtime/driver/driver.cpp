@@ -38,14 +38,23 @@ Driver::Driver(const mtiaDriverOps& ops, std::string source)
   if (name_ == nullptr) name_ = "unnamed";
 }
 
+const char* Driver::message() const noexcept {
+  const char* m = ops_.lastErrorMessage();
+  return m ? m : "";
+}
+
 void Driver::check(mtiaError_t status, const char* what) const {
-  if (status == mtiaSuccess) return;
-  const char* detail = ops_.lastErrorMessage();
-  if (detail == nullptr || *detail == '\0')
-    detail = status == mtiaErrorNotSupported ? "not supported by this driver" : "no detail from the driver";
-  if (!knownStatus(status))
-    fail(mtiaErrorDriver, "{}: driver '{}' failed with native code {}: {}", what, name_, static_cast<int>(status), detail);
-  fail(status, "{}: {}", what, detail);
+  if (status != mtiaSuccess) raise(status, what, message());
+}
+
+void Driver::raise(mtiaError_t status, const char* what, const std::string& detail) const {
+  std::string why = detail;
+  if (why.empty())
+    why = status == mtiaErrorNotSupported ? "not supported by this driver" : "no detail from the driver";
+  // NotReady is a status, never a failure the driver may report through here.
+  if (!knownStatus(status) || status == mtiaSuccess || status == mtiaErrorNotReady)
+    fail(mtiaErrorDriver, "{}: driver '{}' failed with native code {}: {}", what, name_, static_cast<int>(status), why);
+  fail(status, "{}: {}", what, why);
 }
 
 int32_t Driver::deviceCount() const {
@@ -63,10 +72,7 @@ mtiaDrvDeviceInfo Driver::deviceInfo(int32_t dev) const {
 
 mtiaError_t Driver::deviceStatus(int32_t dev, std::string* message) const {
   mtiaError_t s = ops_.deviceGetStatus(dev);
-  if (s != mtiaSuccess && message != nullptr) {
-    const char* detail = ops_.lastErrorMessage();
-    *message = detail ? detail : "";
-  }
+  if (s != mtiaSuccess && message != nullptr) *message = this->message();
   return s;
 }
 

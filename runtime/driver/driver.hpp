@@ -22,6 +22,11 @@ class Driver {
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.
   void check(mtiaError_t status, const char* what) const;
+  // Like check(), with a message captured earlier (before cleanup calls that
+  // may have replaced the driver's thread-local message).
+  [[noreturn]] void raise(mtiaError_t status, const char* what, const std::string& detail) const;
+  // The driver's message for this thread's last failed call; never NULL.
+  const char* message() const noexcept;
 
   int32_t deviceCount() const;
   mtiaDrvDeviceInfo deviceInfo(int32_t dev) const;

@@ -165,6 +165,8 @@ static void test_module(const char* path) {
   CHECK_STATUS(mtiaErrorInvalidValue, mtiaModuleLoad(&mod, NULL));
   CHECK_OK(mtiaModuleLoad(&mod, path));
   CHECK_OK(mtiaModuleGetFunction(&iota, mod, "iota_i32"));
+  CHECK_OK(mtiaModuleGetFunction(&nodesc, mod, "iota_i32"));
+  CHECK_TRUE(nodesc == iota); /* one handle per kernel, however often it is looked up */
   CHECK_STATUS(mtiaErrorNotFound, mtiaModuleGetFunction(&nodesc, mod, "no_descriptor"));
   CHECK_STATUS(mtiaErrorNotFound, mtiaModuleGetFunction(&nodesc, mod, "missing"));
   CHECK_STATUS(mtiaErrorInvalidHandle, mtiaModuleGetFunction(&nodesc, (mtiaModule_t)&ok, "iota_i32"));

@@ -152,6 +152,24 @@ TEST(DriverLoader, RefusalAndInitFailureAreReported) {
   EXPECT_NE(m.find("FAKE_SIM_MEMORY='x' is bad"), std::string::npos) << m;
 }
 
+TEST(DriverLoader, NotReadyIsNeverAFailureTheDriverMayRaise) {
+  const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
+  auto d = loadDriver("", builtins, "");
+  try {
+    d->raise(mtiaErrorNotReady, "freeing", "");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), mtiaErrorDriver);
+  }
+  try {
+    d->raise(mtiaErrorLaunchFailure, "syncing", "kernel x faulted");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), mtiaErrorLaunchFailure);
+    EXPECT_EQ(std::string(e.what()), "syncing: kernel x faulted");
+  }
+}
+
 TEST(DriverLoader, UnknownDriverCodesBecomeDriverErrors) {
   const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
   auto d = loadDriver("", builtins, "");
