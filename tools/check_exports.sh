@@ -49,12 +49,14 @@ fi
 
 # Exported symbols without their version suffix; the version nodes themselves
 # appear as absolute (A) symbols and are not functions or data.
+declare -A is_node=()
+for n in "${nodes[@]}"; do is_node[$n]=1; done
 nm_out="$("$nm_tool" -D --defined-only "$lib")" || { echo "check_exports: $nm_tool failed on $lib" >&2; exit 2; }
 mapfile -t exported < <(printf '%s\n' "$nm_out" |
   awk 'NF >= 3 { print $2, $3 } NF == 2 { print $1, $2 }' |
   while read -r type name; do
     name="${name%%@*}"
-    if [[ "$type" == A ]] && printf '%s\n' "${nodes[@]}" | grep -qxF -- "$name"; then continue; fi
+    if [[ "$type" == A && -n "${is_node[$name]:-}" ]]; then continue; fi
     printf '%s\n' "$name"
   done | sort -u)
 
@@ -84,8 +86,13 @@ for sym in "${exported[@]}"; do
     status=1
   fi
 done
+# Membership through associative arrays, not `printf | grep -q`: under
+# pipefail, grep -q quitting early can kill printf with SIGPIPE and turn a
+# match into a failure, depending on timing.
+declare -A is_exported=()
+for sym in "${exported[@]}"; do is_exported[$sym]=1; done
 for g in "${exact[@]}"; do
-  if ! printf '%s\n' "${exported[@]}" | grep -qxF -- "$g"; then
+  if [[ -z "${is_exported[$g]:-}" ]]; then
     echo "in the global: list of $map but not exported by $lib: $g"
     status=1
   fi
