@@ -9,6 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 check="$here/../../tools/check_exports.sh"
 fixtures="$here/fixtures/exports"
+source_file="${1:-$fixtures/fixture_lib.c}" # the build passes it as the test's input
 cc="${CC:-cc}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -18,7 +19,7 @@ build() { # build NAME [MAP]: a shared library from fixture_lib.c
   local args=()
   [[ $# -ge 2 ]] && args=("-Wl,--version-script=$fixtures/$2")
   # shellcheck disable=SC2086 # CC may carry flags
-  $cc -shared -fPIC -o "$out" "$fixtures/fixture_lib.c" "${args[@]}"
+  $cc -shared -fPIC -o "$out" "$source_file" "${args[@]}"
 }
 
 failures=0
