@@ -8,14 +8,20 @@ Device::Device(const driver::Driver& driver, int ordinal, int32_t driverDevice)
     : driver_(driver), ordinal_(ordinal), driverDevice_(driverDevice), info_(driver.deviceInfo(driverDevice)) {}
 
 std::shared_ptr<streams::Stream> Device::defaultStreamShared() {
+  if (defaultReady_.load(std::memory_order_acquire) != nullptr) return defaultStream_;
   std::lock_guard lock(mu_);
-  if (!defaultStream_)
+  if (!defaultStream_) {
     defaultStream_ = std::make_shared<streams::Stream>(driver_, ordinal_, driverDevice_, info_.priorityLeast,
-                                                       mtiaStreamDefault);
+                                                       mtiaStreamDefault, true);
+    defaultReady_.store(defaultStream_.get(), std::memory_order_release);
+  }
   return defaultStream_;
 }
 
-streams::Stream& Device::defaultStream() { return *defaultStreamShared(); }
+streams::Stream& Device::defaultStream() {
+  if (streams::Stream* s = defaultReady_.load(std::memory_order_acquire)) return *s;
+  return *defaultStreamShared();
+}
 
 allocator::DirectAllocator& Device::memory() {
   std::lock_guard lock(mu_);

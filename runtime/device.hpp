@@ -7,6 +7,7 @@
 #include "runtime/driver/driver.hpp"
 #include "streams/stream.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -20,9 +21,11 @@ class Device {
   int ordinal() const noexcept { return ordinal_; }
   int32_t driverDevice() const noexcept { return driverDevice_; }
   const mtiaDrvDeviceInfo& info() const noexcept { return info_; }
+  const driver::Driver& driver() const noexcept { return driver_; }
 
   // The device's default stream; created (starting the device) on first use.
   // Its handle is registered in the runtime's stream table by the caller.
+  // Thread-safe; lock-free once created.
   streams::Stream& defaultStream();
   std::shared_ptr<streams::Stream> defaultStreamShared();
   allocator::DirectAllocator& memory();
@@ -45,7 +48,8 @@ class Device {
   const int32_t driverDevice_;
   const mtiaDrvDeviceInfo info_;
   mutable std::mutex mu_;
-  std::shared_ptr<streams::Stream> defaultStream_;
+  std::shared_ptr<streams::Stream> defaultStream_;  // written once, before defaultReady_ is set
+  std::atomic<streams::Stream*> defaultReady_{nullptr};
   std::unique_ptr<allocator::DirectAllocator> memory_;
   std::set<int> peers_;  // runtime ordinals this device's kernels may access
 };

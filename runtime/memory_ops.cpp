@@ -53,8 +53,16 @@ std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr) {
   return std::nullopt;
 }
 
-void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
-  if (count == 0) return;
+namespace {
+
+// A validated copy: the command and the device it is ordered on by default.
+struct CopyPlan {
+  mtiaDrvCommand cmd{};
+  Device* device = nullptr;  // null: host to host with no device at all
+  bool hostInvolved = false;
+};
+
+CopyPlan planCopy(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
   requireNonNull(dst, "dst");
   requireNonNull(src, "src");
   const auto d = findDevicePointer(rt, dst);
@@ -71,34 +79,79 @@ void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyK
   const auto dp = reinterpret_cast<uintptr_t>(dst), sp = reinterpret_cast<uintptr_t>(src);
   if (dp < sp + count && sp < dp + count) fail(mtiaErrorInvalidValue, "dst and src ranges of {} bytes overlap", count);
 
-  Device* dev = d ? d->device : s ? s->device : nullptr;
-  if (dev == nullptr) {
-    if (rt.deviceCount() == 0) {  // host to host with no device to order against
-      std::memcpy(dst, src, count);
-      return;
-    }
-    dev = &rt.currentDevice();
-  }
-  mtiaDrvCommand cmd{};
-  cmd.type = mtiaDrvCmdCopy;
-  cmd.u.copy.dst = dst;
-  cmd.u.copy.src = src;
-  cmd.u.copy.size = count;
-  runAndWait(*rt.defaultStream(*dev), cmd);
+  CopyPlan plan;
+  plan.cmd.type = mtiaDrvCmdCopy;
+  plan.cmd.u.copy.dst = dst;
+  plan.cmd.u.copy.src = src;
+  plan.cmd.u.copy.size = count;
+  plan.hostInvolved = !d || !s;
+  plan.device = d ? d->device : s ? s->device : nullptr;
+  if (plan.device == nullptr && rt.deviceCount() > 0) plan.device = &rt.currentDevice();
+  return plan;
 }
 
-void fillSync(Runtime& rt, void* ptr, int value, size_t count) {
-  if (count == 0) return;
+mtiaDrvCommand planFill(Runtime& rt, void* ptr, int value, size_t count, Device*& device) {
   requireNonNull(ptr, "ptr");
   const auto d = findDevicePointer(rt, ptr);
   if (!d) fail(mtiaErrorInvalidValue, "ptr {} is not device memory", ptr);
   checkRange("ptr", ptr, count, *d);
+  device = d->device;
   mtiaDrvCommand cmd{};
   cmd.type = mtiaDrvCmdFill;
   cmd.u.fill.dst = ptr;
   cmd.u.fill.size = count;
   cmd.u.fill.value = static_cast<unsigned char>(value);
-  runAndWait(*rt.defaultStream(*d->device), cmd);
+  return cmd;
+}
+
+}  // namespace
+
+void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
+  if (count == 0) return;
+  CopyPlan plan = planCopy(rt, dst, src, count, kind);
+  if (plan.device == nullptr) {  // host to host with no device to order against
+    std::memcpy(dst, src, count);
+    return;
+  }
+  runAndWait(*rt.defaultStream(*plan.device), plan.cmd);
+}
+
+void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind, streams::Stream& stream) {
+  if (count == 0) return;
+  CopyPlan plan = planCopy(rt, dst, src, count, kind);
+  // Host memory that is not pinned may be reused or freed as soon as the call returns (CUDA's rule for
+  // pageable memory), so such copies finish before returning.
+  if (plan.hostInvolved)
+    runAndWait(stream, plan.cmd);
+  else
+    stream.submit(plan.cmd);
+}
+
+void fillSync(Runtime& rt, void* ptr, int value, size_t count) {
+  if (count == 0) return;
+  Device* device = nullptr;
+  const mtiaDrvCommand cmd = planFill(rt, ptr, value, count, device);
+  runAndWait(*rt.defaultStream(*device), cmd);
+}
+
+void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream) {
+  if (count == 0) return;
+  Device* device = nullptr;
+  stream.submit(planFill(rt, ptr, value, count, device));
+}
+
+void copyPeerAsync(Runtime& rt, void* dst, int dstDev, const void* src, int srcDev, size_t count,
+                   streams::Stream& stream) {
+  Device& dd = rt.device(dstDev, "dstDev");
+  Device& sd = rt.device(srcDev, "srcDev");
+  if (count == 0) return;
+  requireNonNull(dst, "dst");
+  requireNonNull(src, "src");
+  const auto d = findDevicePointer(rt, dst);
+  const auto s = findDevicePointer(rt, src);
+  if (!d || d->device != &dd) fail(mtiaErrorInvalidValue, "dst {} is not device memory of device {} (dstDev)", dst, dstDev);
+  if (!s || s->device != &sd) fail(mtiaErrorInvalidValue, "src {} is not device memory of device {} (srcDev)", src, srcDev);
+  copyAsync(rt, dst, src, count, mtiaMemcpyDeviceToDevice, stream);
 }
 
 void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out) {

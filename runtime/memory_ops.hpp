@@ -24,6 +24,12 @@ std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr);
 // kind must already be a valid mtiaMemcpyKind.
 void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 void fillSync(Runtime& rt, void* ptr, int value, size_t count);
+// Stream-ordered forms (mtiaMemcpyAsync, mtiaMemsetAsync, mtiaMemcpyPeerAsync): same checks; copies that
+// involve host memory finish before returning (pageable memory), the others only queue.
+void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind, streams::Stream& stream);
+void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream);
+void copyPeerAsync(Runtime& rt, void* dst, int dstDev, const void* src, int srcDev, size_t count,
+                   streams::Stream& stream);
 void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out);
 
 }  // namespace mtia

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -25,11 +26,6 @@ std::string libraryDir() {
   std::string path = info.dli_fname;
   auto slash = path.rfind('/');
   return slash == std::string::npos ? std::string{} : path.substr(0, slash);
-}
-
-template <typename H>
-H toHandle(uint64_t v) {
-  return reinterpret_cast<H>(static_cast<uintptr_t>(v));
 }
 
 }  // namespace
@@ -57,7 +53,7 @@ Runtime::Runtime() {
   }
   for (size_t i = 0; i < ordinals.size(); ++i)
     devices_.push_back(std::make_unique<Device>(*driver_, static_cast<int>(i), ordinals[i]));
-  defaultStreamHandles_.assign(devices_.size(), 0);
+  streams_ = std::make_unique<StreamRegistry>(devices_.size());
   kernels_.attach(driver_.get());
   setDeviceThreadProbe(driver_->ops().isDriverThread);
 }
@@ -66,6 +62,9 @@ Runtime& Runtime::instance() {
   std::call_once(gInitOnce, [] {
     try {
       gRuntime = new Runtime();
+      // Work still queued at exit runs to completion before static destruction tears down what
+      // host functions and kernels may use (CUDA drains its contexts at exit as well).
+      std::atexit([] { gRuntime->drain(); });
     } catch (const std::exception& e) {
       gInitFailure = e.what();
       log(LogLevel::Error, "initialisation failed: {}", gInitFailure);
@@ -92,25 +91,17 @@ Device& Runtime::device(int ordinal, const char* argName) {
 
 Device& Runtime::currentDevice() { return device(currentDeviceOrdinal(), "the current device"); }
 
-std::shared_ptr<streams::Stream> Runtime::defaultStream(Device& dev) {
-  std::shared_ptr<streams::Stream> s = dev.defaultStreamShared();
-  std::lock_guard lock(defaultStreamsMu_);
-  uint64_t& h = defaultStreamHandles_[static_cast<size_t>(dev.ordinal())];
-  if (h == 0) h = streams_.insert(s);
-  return s;
-}
-
-mtiaStream_t Runtime::defaultStreamHandle(Device& dev) {
-  defaultStream(dev);
-  std::lock_guard lock(defaultStreamsMu_);
-  return toHandle<mtiaStream_t>(defaultStreamHandles_[static_cast<size_t>(dev.ordinal())]);
-}
-
 std::shared_ptr<streams::Stream> Runtime::stream(mtiaStream_t handle, const char* argName) {
-  if (handle == nullptr) return defaultStream(currentDevice());
-  std::shared_ptr<streams::Stream> s = streams_.lookup(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle)));
-  if (!s) fail(mtiaErrorInvalidHandle, "{} {} is not a live stream (stale, destroyed or foreign)", argName, fmt::ptr(handle));
-  return s;
+  if (handle != nullptr) return streams_->get(handle, argName);
+  return streams_->current(currentDevice(), argName);
+}
+
+void Runtime::drain() noexcept {
+  if (driver_->ops().isDriverThread() != 0) return;  // exit() from a host function: it would wait on itself
+  for (const std::unique_ptr<Device>& dev : devices_) {
+    // Failures (a sticky fault) only mean there is nothing left to wait for.
+    (void)driver_->ops().deviceSynchronize(dev->driverDevice());
+  }
 }
 
 }  // namespace mtia

@@ -9,6 +9,7 @@
 #include "runtime/device.hpp"
 #include "runtime/driver/driver.hpp"
 #include "runtime/kernels.hpp"
+#include "runtime/stream_registry.hpp"
 #include "streams/stream.hpp"
 
 #include <mtia/mtia_types.h>
@@ -35,8 +36,10 @@ class Runtime {
 
   // Streams: NULL is the current thread's current stream on the current device.
   std::shared_ptr<streams::Stream> stream(mtiaStream_t handle, const char* argName = "stream");
-  std::shared_ptr<streams::Stream> defaultStream(Device& dev);
-  mtiaStream_t defaultStreamHandle(Device& dev);
+  std::shared_ptr<streams::Stream> defaultStream(Device& dev) { return streams_->defaultStream(dev); }
+  StreamRegistry& streams() noexcept { return *streams_; }
+  // Waits for the work of every started device (process exit); skipped on driver threads.
+  void drain() noexcept;
 
   Kernels& kernels() noexcept { return kernels_; }
 
@@ -46,9 +49,7 @@ class Runtime {
   RuntimeOptions options_;
   std::unique_ptr<driver::Driver> driver_;
   std::vector<std::unique_ptr<Device>> devices_;
-  HandleTable<streams::Stream> streams_{kTagStream};
-  std::vector<uint64_t> defaultStreamHandles_;  // per device, 0 until created
-  std::mutex defaultStreamsMu_;
+  std::unique_ptr<StreamRegistry> streams_;
   Kernels kernels_;
 };
 

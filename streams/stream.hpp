@@ -1,6 +1,11 @@
 // A stream: an in-order queue of device work on one device, backed by one
 // driver queue. Completion is tracked by the driver's per-queue command
 // numbers, so "has everything enqueued so far finished" is one comparison.
+//
+// The object outlives its ABI handle while anything still refers to it (an
+// event's latest record, a pending timestamp): the driver queue it owns is
+// released only with the last reference, and a released queue still runs
+// what was submitted to it.
 #pragma once
 
 #include "runtime/driver/driver.hpp"
@@ -12,16 +17,22 @@ namespace mtia::streams {
 
 class Stream {
  public:
-  // device: the runtime's ordinal; driverDevice: the driver's.
-  Stream(const driver::Driver& driver, int device, int32_t driverDevice, int priority, unsigned flags);
+  // device: the runtime's ordinal; driverDevice: the driver's. priority must already be clamped.
+  // Throws Error when the driver cannot create a queue.
+  Stream(const driver::Driver& driver, int device, int32_t driverDevice, int priority, unsigned flags,
+         bool isDefault = false);
   ~Stream();  // releases the driver queue; queued work still runs
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
+  const driver::Driver& driver() const noexcept { return driver_; }
   int device() const noexcept { return device_; }
   int32_t driverDevice() const noexcept { return driverDevice_; }
   int priority() const noexcept { return priority_; }
   unsigned flags() const noexcept { return flags_; }
+  bool isDefault() const noexcept { return isDefault_; }
+  // Process-unique, > 0, never reused.
+  int64_t id() const noexcept { return id_; }
   mtiaDrvQueue queue() const noexcept { return queue_; }
 
   // Queues cmd; returns its command number. Thread-safe, non-blocking.
@@ -31,12 +42,20 @@ class Stream {
   uint64_t lastSubmitted() const noexcept { return lastSubmitted_.load(std::memory_order_acquire); }
   // Whether command seq has completed. Thread-safe, non-blocking.
   bool completed(uint64_t seq) const;
-  // Whether everything submitted before the call has completed.
+  // Whether everything submitted before the call has completed. Does not look at device faults.
   bool idle() const { return completed(lastSubmitted()); }
+  // Like idle(), but throws the device's sticky fault first (mtiaStreamQuery).
+  bool query() const;
   // Blocks until command seq completed; throws the device's sticky fault.
+  // sleep: wait without polling (blocking-sync events).
   void wait(uint64_t seq, bool sleep = false) const;
   // Blocks until everything submitted before the call completed.
   void synchronize(bool sleep = false) const { wait(lastSubmitted(), sleep); }
+  // Later work of this stream waits until command seq of other (any device) completed.
+  // Nothing is queued when it has completed already. Non-blocking.
+  void waitFor(const Stream& other, uint64_t seq);
+  // Throws the device's sticky fault, if it has one.
+  void checkDevice() const;
 
  private:
   const driver::Driver& driver_;
@@ -44,6 +63,8 @@ class Stream {
   const int32_t driverDevice_;
   const int priority_;
   const unsigned flags_;
+  const bool isDefault_;
+  const int64_t id_;
   mtiaDrvQueue queue_ = nullptr;
   std::atomic<uint64_t> lastSubmitted_{0};
 };

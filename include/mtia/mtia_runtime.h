@@ -1,4 +1,4 @@
-/* MTIA runtime C ABI: errors, version and init, devices, kernels, memory.
+/* MTIA runtime C ABI: errors, version and init, devices, streams, events, kernels, memory.
  *
  * Conventions that hold for every function below (docs/abi.md):
  * - Returns an mtiaError_t; results come back through out-parameters, which
@@ -114,6 +114,155 @@ MTIA_API mtiaError_t mtiaDeviceEnablePeerAccess(int peer, unsigned int flags);
  * Errors: mtiaErrorInvalidDevice, mtiaErrorIllegalState (not enabled). */
 MTIA_API mtiaError_t mtiaDeviceDisablePeerAccess(int peer);
 
+/* ---- Streams ---------------------------------------------------------------- */
+/* A stream is an in-order queue of device work on one device. Commands of one stream run one after
+ * the other; different streams run concurrently and order only through events. Each device has one
+ * default stream with no implicit synchronisation (CUDA's per-thread flavour). NULL as a stream
+ * argument means the calling thread's current stream on the current device. */
+
+/** Creates a stream on the current device with flags mtiaStreamDefault and the least priority (0).
+ * Starts the device. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorNoDevice, mtiaErrorLaunchFailure (the device
+ * has a sticky fault). */
+MTIA_API mtiaError_t mtiaStreamCreate(mtiaStream_t* stream);
+
+/** Creates a stream on the current device with flags (mtiaStreamDefault or mtiaStreamNonBlocking;
+ * with no legacy default stream both behave the same) and the least priority.
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: as mtiaStreamCreate, plus mtiaErrorInvalidValue (unknown flag bits). */
+MTIA_API mtiaError_t mtiaStreamCreateWithFlags(mtiaStream_t* stream, unsigned int flags);
+
+/** Creates a stream with a priority; lower number = higher priority. Priorities outside
+ * mtiaDeviceGetStreamPriorityRange are clamped into it (mtiaStreamGetPriority tells the result).
+ * Priority is a scheduling hint: when the device's engines are busy, ready work of more urgent streams
+ * runs first; running work is never preempted. Thread-safe, non-blocking, legal during capture.
+ * Errors: as mtiaStreamCreateWithFlags. */
+MTIA_API mtiaError_t mtiaStreamCreateWithPriority(mtiaStream_t* stream, unsigned int flags, int priority);
+
+/** Destroys a stream and returns at once: work already queued still runs, and events recorded on it
+ * still complete. The handle is invalid from now on. mtiaStreamDestroy(NULL) succeeds.
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (a device's default stream), mtiaErrorInvalidHandle (stale, destroyed
+ * or foreign handle). */
+MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream);
+
+/** mtiaSuccess when every command queued on stream before the call has finished, else
+ * mtiaErrorNotReady (a status: the last-error message is left alone). Thread-safe, non-blocking, not
+ * legal on a capturing stream.
+ * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
+MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream);
+
+/** Blocks until every command queued on stream before the call has finished, then reports the
+ * device's sticky fault if any. Thread-safe; blocking; not legal on a capturing stream.
+ * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure. */
+MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream);
+
+/** Makes all work queued on stream after this call wait for the work that event's latest record
+ * captured at the time of this call (re-recording the event later changes nothing for this wait).
+ * A never-recorded event makes this a no-op. The event may belong to another device. Never blocks
+ * the host. flags: mtiaEventWaitDefault or mtiaEventWaitExternal (meaningful during capture only).
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (unknown flag bits), mtiaErrorInvalidHandle (stream or event),
+ * mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
+MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event, unsigned int flags);
+
+/** The stream's priority, after clamping. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (priority NULL), mtiaErrorInvalidHandle. */
+MTIA_API mtiaError_t mtiaStreamGetPriority(mtiaStream_t stream, int* priority);
+
+/** The flags the stream was created with. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (flags NULL), mtiaErrorInvalidHandle. */
+MTIA_API mtiaError_t mtiaStreamGetFlags(mtiaStream_t stream, unsigned int* flags);
+
+/** The device the stream belongs to. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (dev NULL), mtiaErrorInvalidHandle. */
+MTIA_API mtiaError_t mtiaStreamGetDevice(mtiaStream_t stream, int* dev);
+
+/** A process-unique id of the stream (> 0, never reused), for frameworks that rebuild streams from
+ * integers; mtiaStreamFromId turns it back into the handle. Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (id NULL), mtiaErrorInvalidHandle. */
+MTIA_API mtiaError_t mtiaStreamGetId(mtiaStream_t stream, int64_t* id);
+
+/** The stream whose id is id. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorInvalidHandle (no live stream has that id:
+ * never given out, or the stream was destroyed). */
+MTIA_API mtiaError_t mtiaStreamFromId(int64_t id, mtiaStream_t* stream);
+
+/** The calling thread's current stream on device dev (-1: the current device); the device's default
+ * stream unless mtiaSetCurrentStream changed it. Thread-local, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorNoDevice, mtiaErrorInvalidDevice. */
+MTIA_API mtiaError_t mtiaGetCurrentStream(int dev, mtiaStream_t* stream);
+
+/** Makes stream the calling thread's current stream on the stream's device, without changing the
+ * current device. NULL (the current stream) changes nothing. Thread-local, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidHandle. */
+MTIA_API mtiaError_t mtiaSetCurrentStream(mtiaStream_t stream);
+
+/** The default stream of device dev (-1: the current device). Starts the device.
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorNoDevice, mtiaErrorInvalidDevice. */
+MTIA_API mtiaError_t mtiaGetDefaultStream(int dev, mtiaStream_t* stream);
+
+/** Queues fn(userData) on stream: it runs once, on a runtime thread, after all earlier work of the
+ * stream finished, and later work of the stream waits until it returns. Host functions of different
+ * streams may run one after the other on the same thread, so fn must not wait for other host
+ * functions or device work not ordered before it. Any runtime call from fn returns
+ * mtiaErrorNotPermitted. If fn throws (C++), the device gets a sticky fault that the next
+ * synchronising call reports. Thread-safe, non-blocking.
+ * Errors: mtiaErrorInvalidValue (fn NULL), mtiaErrorInvalidHandle (stream),
+ * mtiaErrorLaunchFailure (the device has a sticky fault). */
+MTIA_API mtiaError_t mtiaLaunchHostFunc(mtiaStream_t stream, void (*fn)(void* userData), void* userData);
+
+/* ---- Events ----------------------------------------------------------------- */
+/* An event marks a point in a stream. Recording snapshots all work queued on the stream so far; the
+ * event completes when that work has finished. A never-recorded event is complete. An event belongs to
+ * the device current when it was created. */
+
+/** Creates an event with mtiaEventDefault (timing enabled) on the current device.
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (event NULL), mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaEventCreate(mtiaEvent_t* event);
+
+/** Creates an event with flags: mtiaEventBlockingSync (mtiaEventSynchronize sleeps instead of
+ * polling), mtiaEventDisableTiming (no timestamps: cheaper record), mtiaEventInterprocess (shareable
+ * with other processes; requires mtiaEventDisableTiming). Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (event NULL, unknown flag bits, mtiaEventInterprocess
+ * without mtiaEventDisableTiming), mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaEventCreateWithFlags(mtiaEvent_t* event, unsigned int flags);
+
+/** Records event on stream: a snapshot of all work queued on the stream so far, replacing the
+ * event's previous record (waits already issued keep the record they saw). Thread-safe,
+ * non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidHandle (event or stream stale, destroyed or foreign, or the stream belongs
+ * to another device than the event), mtiaErrorLaunchFailure (the device has a sticky fault). */
+MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream);
+
+/** mtiaSuccess when the work of the event's latest record has finished (or it was never recorded),
+ * else mtiaErrorNotReady (a status: the last-error message is left alone). Thread-safe,
+ * non-blocking, not legal on an event recorded during a live capture.
+ * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the event's device has a sticky fault). */
+MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event);
+
+/** Blocks until the work of the event's latest record (as of the call) has finished; returns at once
+ * for a never-recorded event. Blocking-sync events sleep while they wait; others poll briefly first.
+ * Thread-safe; blocking; not legal on an event recorded during a live capture.
+ * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure. */
+MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event);
+
+/** Milliseconds from start's record to end's record (resolution 1 ns), as the signed difference of the
+ * two completion timestamps: end recorded before start, or on another stream, can give a negative
+ * value. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (ms NULL, or the events belong to different devices),
+ * mtiaErrorInvalidHandle (either event stale or destroyed, created with mtiaEventDisableTiming, or
+ * never recorded), mtiaErrorNotReady (either record has not finished; the call does not block),
+ * mtiaErrorLaunchFailure (sticky device fault). */
+MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end);
+
+/** Destroys an event at any time: pending records still complete and streams waiting on them are
+ * still released. mtiaEventDestroy(NULL) succeeds. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidHandle (stale, destroyed or foreign). */
+MTIA_API mtiaError_t mtiaEventDestroy(mtiaEvent_t event);
+
 /* ---- Kernels ---------------------------------------------------------------- */
 
 /** Loads a kernel module (for the simulated device: a shared object whose kernels follow
@@ -134,7 +283,7 @@ MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module);
 MTIA_API mtiaError_t mtiaModuleGetFunction(mtiaFunction_t* fn, mtiaModule_t module, const char* name);
 
 /** Looks up one of the runtime's built-in kernels (fill_f32, copy_f32, add_f32, mul_f32, scale_f32,
- * axpy_f32, relu_f32, reduce_sum_f32, matmul_f32, sleep_us; docs/abi.md lists their arguments).
+ * axpy_f32, relu_f32, reduce_sum_f32, matmul_f32, sleep_us, noop; docs/abi.md lists their arguments).
  * The handle launches on any device and never becomes stale. Thread-safe, non-blocking, legal during
  * capture. Errors: mtiaErrorInvalidValue (fn or name NULL), mtiaErrorNotFound (unknown name). */
 MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name);
@@ -177,6 +326,28 @@ MTIA_API mtiaError_t mtiaMemcpy(void* dst, const void* src, size_t count, mtiaMe
  * Errors: mtiaErrorInvalidValue (ptr not device memory, range past its allocation),
  * mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count);
+
+/** Copies count bytes in stream order on stream (NULL: the current stream). kind as for mtiaMemcpy;
+ * device ranges may lie on any device. Device-to-device copies return at once. A copy from or to
+ * host memory that is not pinned (mtiaMallocHost) returns once the copy is done, as CUDA does for
+ * pageable memory, so the caller may reuse the host buffer at once. Thread-safe; see above for
+ * blocking; legal during capture (device-to-device).
+ * Errors: as mtiaMemcpy, plus mtiaErrorInvalidHandle (stream). */
+MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
+                                     mtiaStream_t stream);
+
+/** Sets count bytes of device memory at ptr to (unsigned char)value in stream order; returns at once.
+ * Thread-safe, non-blocking, legal during capture.
+ * Errors: as mtiaMemset, plus mtiaErrorInvalidHandle (stream). */
+MTIA_API mtiaError_t mtiaMemsetAsync(void* ptr, int value, size_t count, mtiaStream_t stream);
+
+/** Copies count bytes from device memory src of device srcDev to device memory dst of device dstDev in
+ * stream order on stream (of any device); returns at once. Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (dst or src NULL, not device memory of the named device, or
+ * a range past its allocation, or overlapping ranges), mtiaErrorInvalidDevice (dstDev or srcDev),
+ * mtiaErrorInvalidHandle (stream), mtiaErrorLaunchFailure (sticky device fault). */
+MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src, int srcDev, size_t count,
+                                         mtiaStream_t stream);
 
 /** What ptr points at: device memory (device, base and size of the allocation it lies in; interior
  * pointers resolve), host memory registered with the runtime, or unregistered memory (success, type

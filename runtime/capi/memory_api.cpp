@@ -48,6 +48,35 @@ MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count) {
   return apiCall("mtiaMemset", [&] { mtia::fillSync(Runtime::instance(), ptr, value, count); });
 }
 
+MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
+                                     mtiaStream_t stream) {
+  return apiCall("mtiaMemcpyAsync", [&] {
+    const int k = mtia::enumBits(kind);
+    if (k < mtiaMemcpyHostToHost || k > mtiaMemcpyDefault)
+      fail(mtiaErrorInvalidValue, "kind {} is not an mtiaMemcpyKind (0 to 4)", k);
+    Runtime& rt = Runtime::instance();
+    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    mtia::copyAsync(rt, dst, src, count, static_cast<mtiaMemcpyKind>(k), *s);
+  });
+}
+
+MTIA_API mtiaError_t mtiaMemsetAsync(void* ptr, int value, size_t count, mtiaStream_t stream) {
+  return apiCall("mtiaMemsetAsync", [&] {
+    Runtime& rt = Runtime::instance();
+    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    mtia::fillAsync(rt, ptr, value, count, *s);
+  });
+}
+
+MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src, int srcDev, size_t count,
+                                         mtiaStream_t stream) {
+  return apiCall("mtiaMemcpyPeerAsync", [&] {
+    Runtime& rt = Runtime::instance();
+    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    mtia::copyPeerAsync(rt, dst, dstDev, src, srcDev, count, *s);
+  });
+}
+
 MTIA_API mtiaError_t mtiaPointerGetAttributes(mtiaPointerAttributes* attr, const void* ptr) {
   return apiCall("mtiaPointerGetAttributes", [&] {
     mtia::checkSized(attr, "attr");

@@ -201,6 +201,9 @@ void sleep_us(const mtiaKernelContext* ctx, void** args) {
   sleepNs(us > UINT64_MAX / 1000 ? UINT64_MAX : us * 1000);
 }
 
+// The empty kernel: what launch-overhead benchmarks and ordering tests enqueue.
+void noop(const mtiaKernelContext*, void**) {}
+
 Kernel makeBuiltin(const char* name, mtiaSimKernelFn fn, std::initializer_list<uint32_t> sizes) {
   mtiaSimKernelArgs desc{};
   desc.structSize = sizeof(desc);
@@ -233,6 +236,7 @@ std::span<const Kernel> builtinKernels() {
       makeBuiltin("reduce_sum_f32", reduce_sum_f32, {kPtr, kPtr, kU64}),
       makeBuiltin("matmul_f32", matmul_f32, {kPtr, kPtr, kPtr, kU64, kU64, kU64}),
       makeBuiltin("sleep_us", sleep_us, {kU64}),
+      makeBuiltin("noop", noop, {}),
   };
   return *kernels;
 }

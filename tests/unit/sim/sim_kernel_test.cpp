@@ -157,7 +157,7 @@ TEST_F(SimKernel, BuiltinLookupAndInfo) {
       {"fill_f32", {8, 4, 8}},   {"copy_f32", {8, 8, 8}},       {"add_f32", {8, 8, 8, 8}},
       {"mul_f32", {8, 8, 8, 8}}, {"scale_f32", {8, 8, 4, 8}},   {"axpy_f32", {8, 4, 8, 8}},
       {"relu_f32", {8, 8, 8}},   {"reduce_sum_f32", {8, 8, 8}}, {"matmul_f32", {8, 8, 8, 8, 8, 8}},
-      {"sleep_us", {8}},
+      {"sleep_us", {8}},         {"noop", {}},
   };
   for (const auto& [name, sizes] : expected) {
     mtiaDrvKernel k = builtin(name);

@@ -1,0 +1,76 @@
+#include "runtime/core/api_guard.hpp"
+#include "runtime/runtime.hpp"
+
+#include <mtia/mtia.h>
+
+using mtia::apiCall;
+using mtia::fail;
+using mtia::requireNonNull;
+using mtia::Runtime;
+
+namespace {
+
+constexpr unsigned kEventFlags = mtiaEventBlockingSync | mtiaEventDisableTiming | mtiaEventInterprocess;
+
+mtiaError_t createEvent(const char* call, mtiaEvent_t* event, unsigned flags) {
+  return apiCall(call, [&] {
+    requireNonNull(event, "event");
+    if ((flags & ~kEventFlags) != 0)
+      fail(mtiaErrorInvalidValue,
+           "flags 0x{:x} has unknown bits (mtiaEventBlockingSync, mtiaEventDisableTiming, mtiaEventInterprocess)",
+           flags);
+    if ((flags & mtiaEventInterprocess) != 0 && (flags & mtiaEventDisableTiming) == 0)
+      fail(mtiaErrorInvalidValue, "flags has mtiaEventInterprocess, which requires mtiaEventDisableTiming too");
+    Runtime& rt = Runtime::instance();
+    *event = rt.streams().createEvent(rt.driver(), rt.currentDevice(), flags);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+MTIA_API mtiaError_t mtiaEventCreate(mtiaEvent_t* event) {
+  return createEvent("mtiaEventCreate", event, mtiaEventDefault);
+}
+
+MTIA_API mtiaError_t mtiaEventCreateWithFlags(mtiaEvent_t* event, unsigned int flags) {
+  return createEvent("mtiaEventCreateWithFlags", event, flags);
+}
+
+MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream) {
+  return apiCall("mtiaEventRecord", [&] {
+    Runtime& rt = Runtime::instance();
+    std::shared_ptr<mtia::streams::Event> e = rt.streams().event(event);
+    e->record(rt.stream(stream));
+  });
+}
+
+MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event) {
+  return apiCall("mtiaEventQuery", [&] {
+    return Runtime::instance().streams().event(event)->query() ? mtiaSuccess : mtiaErrorNotReady;
+  });
+}
+
+MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event) {
+  return apiCall("mtiaEventSynchronize", [&] { Runtime::instance().streams().event(event)->synchronize(); });
+}
+
+MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end) {
+  return apiCall("mtiaEventElapsedTime", [&] {
+    requireNonNull(ms, "ms");
+    mtia::StreamRegistry& reg = Runtime::instance().streams();
+    std::shared_ptr<mtia::streams::Event> s = reg.event(start, "start");
+    std::shared_ptr<mtia::streams::Event> e = reg.event(end, "end");
+    *ms = mtia::streams::Event::elapsedMs(*s, *e);
+  });
+}
+
+MTIA_API mtiaError_t mtiaEventDestroy(mtiaEvent_t event) {
+  return apiCall("mtiaEventDestroy", [&] {
+    if (event == nullptr) return;
+    Runtime::instance().streams().destroyEvent(event);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,134 @@
+#include "runtime/stream_registry.hpp"
+
+#include "runtime/core/error.hpp"
+
+#include <algorithm>
+
+namespace mtia {
+namespace {
+
+template <typename H>
+H toHandle(uint64_t v) {
+  return reinterpret_cast<H>(static_cast<uintptr_t>(v));
+}
+template <typename H>
+uint64_t fromHandle(H h) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
+}
+
+// The calling thread's current stream handle per device ordinal; 0 = the default stream.
+std::vector<uint64_t>& currentStreams() {
+  thread_local std::vector<uint64_t> current;
+  return current;
+}
+
+}  // namespace
+
+StreamRegistry::StreamRegistry(size_t devices)
+    : defaults_(std::make_unique<std::atomic<uint64_t>[]>(devices)), devices_(devices) {}
+
+mtiaStream_t StreamRegistry::add(std::shared_ptr<streams::Stream> stream) {
+  const int64_t id = stream->id();
+  const uint64_t h = streams_.insert(std::move(stream));
+  try {
+    std::lock_guard lock(idMu_);
+    ids_.emplace(id, h);
+  } catch (...) {
+    streams_.remove(h);
+    throw;
+  }
+  return toHandle<mtiaStream_t>(h);
+}
+
+mtiaStream_t StreamRegistry::create(Device& dev, unsigned flags, int priority) {
+  const mtiaDrvDeviceInfo& info = dev.info();
+  const int clamped = std::clamp(priority, static_cast<int>(info.priorityGreatest), static_cast<int>(info.priorityLeast));
+  dev.checkHealthy();
+  return add(std::make_shared<streams::Stream>(dev.driver(), dev.ordinal(), dev.driverDevice(), clamped, flags));
+}
+
+std::shared_ptr<streams::Stream> StreamRegistry::get(mtiaStream_t handle, const char* argName) const {
+  std::shared_ptr<streams::Stream> s = streams_.lookup(fromHandle(handle));
+  if (!s) fail(mtiaErrorInvalidHandle, "{} {} is not a live stream (stale, destroyed or foreign)", argName, fmt::ptr(handle));
+  return s;
+}
+
+void StreamRegistry::destroy(mtiaStream_t handle, const char* argName) {
+  std::shared_ptr<streams::Stream> s = get(handle, argName);
+  if (s->isDefault())
+    fail(mtiaErrorInvalidValue, "{} is the default stream of device {}, which cannot be destroyed", argName, s->device());
+  if (!streams_.remove(fromHandle(handle)))  // another thread destroyed it meanwhile
+    fail(mtiaErrorInvalidHandle, "{} {} is not a live stream (destroyed concurrently)", argName, fmt::ptr(handle));
+  std::lock_guard lock(idMu_);
+  ids_.erase(s->id());
+  // s goes out of scope here unless an event record or a timestamp still refers to it; its driver
+  // queue is released with the last reference and keeps running what was queued.
+}
+
+std::shared_ptr<streams::Stream> StreamRegistry::defaultStream(Device& dev) {
+  std::shared_ptr<streams::Stream> s = dev.defaultStreamShared();
+  std::atomic<uint64_t>& h = defaults_[static_cast<size_t>(dev.ordinal())];
+  if (h.load(std::memory_order_acquire) == 0) {
+    std::lock_guard lock(defaultMu_);
+    if (h.load(std::memory_order_relaxed) == 0) h.store(fromHandle(add(s)), std::memory_order_release);
+  }
+  return s;
+}
+
+mtiaStream_t StreamRegistry::defaultHandle(Device& dev) {
+  defaultStream(dev);
+  return toHandle<mtiaStream_t>(defaults_[static_cast<size_t>(dev.ordinal())].load(std::memory_order_acquire));
+}
+
+mtiaStream_t StreamRegistry::currentHandle(Device& dev) {
+  const std::vector<uint64_t>& current = currentStreams();
+  const auto i = static_cast<size_t>(dev.ordinal());
+  if (i < current.size() && current[i] != 0) return toHandle<mtiaStream_t>(current[i]);
+  return defaultHandle(dev);
+}
+
+void StreamRegistry::setCurrent(mtiaStream_t handle) {
+  if (handle == nullptr) return;  // NULL names the current stream: nothing changes
+  std::shared_ptr<streams::Stream> s = get(handle, "stream");
+  std::vector<uint64_t>& current = currentStreams();
+  const auto i = static_cast<size_t>(s->device());
+  if (current.size() < devices_) current.resize(devices_, 0);
+  current[i] = s->isDefault() ? 0 : fromHandle(handle);
+}
+
+std::shared_ptr<streams::Stream> StreamRegistry::current(Device& dev, const char* argName) {
+  const std::vector<uint64_t>& cur = currentStreams();
+  const auto i = static_cast<size_t>(dev.ordinal());
+  if (i < cur.size() && cur[i] != 0) {
+    if (std::shared_ptr<streams::Stream> s = streams_.lookup(cur[i])) return s;
+    fail(mtiaErrorInvalidHandle, "{} is NULL, and the current stream of device {} has been destroyed", argName,
+         dev.ordinal());
+  }
+  return defaultStream(dev);
+}
+
+mtiaStream_t StreamRegistry::fromId(int64_t id) const {
+  std::lock_guard lock(idMu_);
+  auto it = ids_.find(id);
+  if (it == ids_.end()) fail(mtiaErrorInvalidHandle, "id {} is not the id of a live stream", id);
+  return toHandle<mtiaStream_t>(it->second);
+}
+
+mtiaEvent_t StreamRegistry::createEvent(const driver::Driver& driver, Device& dev, unsigned flags) {
+  return toHandle<mtiaEvent_t>(
+      events_.insert(std::make_shared<streams::Event>(driver, dev.ordinal(), dev.driverDevice(), flags)));
+}
+
+void StreamRegistry::destroyEvent(mtiaEvent_t handle) {
+  if (!events_.remove(fromHandle(handle)))
+    fail(mtiaErrorInvalidHandle, "event {} is not a live event (stale, destroyed or foreign)", fmt::ptr(handle));
+}
+
+std::shared_ptr<streams::Event> StreamRegistry::event(mtiaEvent_t handle, const char* argName) const {
+  if (handle == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
+  std::shared_ptr<streams::Event> e = events_.lookup(fromHandle(handle));
+  if (!e) fail(mtiaErrorInvalidHandle, "{} {} is not a live event (stale, destroyed or foreign)", argName, fmt::ptr(handle));
+  return e;
+}
+
+}  // namespace mtia

@@ -1,0 +1,120 @@
+#include "streams/event.hpp"
+
+#include "runtime/core/error.hpp"
+#include "streams/timestamp_slots.hpp"
+
+#include <utility>
+
+namespace mtia::streams {
+
+Event::Event(const driver::Driver& driver, int device, int32_t driverDevice, unsigned flags)
+    : driver_(driver), device_(device), driverDevice_(driverDevice), flags_(flags) {}
+
+Event::~Event() { TimestampSlots::instance().release(stamp_, std::move(stream_), seq_); }
+
+bool Event::timing() const noexcept { return (flags_ & mtiaEventDisableTiming) == 0; }
+
+bool Event::blockingSync() const noexcept { return (flags_ & mtiaEventBlockingSync) != 0; }
+
+void Event::checkDevice() const {
+  if (mtiaError_t s = driver_.ops().deviceGetStatus(driverDevice_); s != mtiaSuccess)
+    driver_.raise(s, fmt::format("device {} has a sticky fault", device_).c_str(), driver_.message());
+}
+
+void Event::record(const std::shared_ptr<Stream>& stream) {
+  if (stream->device() != device_)
+    fail(mtiaErrorInvalidHandle, "stream belongs to device {} but the event to device {}", stream->device(), device_);
+  stream->checkDevice();
+  uint64_t seq = stream->lastSubmitted();
+  uint64_t* stamp = nullptr;
+  if (timing()) {
+    TimestampSlots& slots = TimestampSlots::instance();
+    stamp = slots.acquire();
+    try {
+      uint64_t now = 0;
+      // An idle stream's snapshot is complete already: stamp it here instead of queueing a command.
+      // The host clock is the device's (clockNow), so later device stamps on the stream are not earlier.
+      if (stream->completed(seq) && driver_.ops().clockNow(&now) == mtiaSuccess) {
+        *stamp = now;
+      } else {
+        mtiaDrvCommand cmd{};
+        cmd.type = mtiaDrvCmdTimestamp;
+        cmd.u.timestamp.out = stamp;
+        seq = stream->submit(cmd);
+      }
+    } catch (...) {
+      slots.release(stamp, nullptr, 0);
+      throw;
+    }
+  }
+  std::shared_ptr<Stream> oldStream = stream;
+  uint64_t oldSeq = seq;
+  uint64_t* oldStamp = stamp;
+  {
+    std::lock_guard lock(mu_);
+    std::swap(oldStream, stream_);
+    std::swap(oldSeq, seq_);
+    std::swap(oldStamp, stamp_);
+  }
+  if (oldStamp != nullptr) TimestampSlots::instance().release(oldStamp, std::move(oldStream), oldSeq);
+}
+
+Event::Snapshot Event::snapshot() const {
+  std::lock_guard lock(mu_);
+  return Snapshot{stream_, seq_};
+}
+
+bool Event::query() const {
+  checkDevice();
+  const Snapshot s = snapshot();
+  return !s.stream || s.stream->completed(s.seq);
+}
+
+void Event::synchronize() const {
+  const Snapshot s = snapshot();
+  if (!s.stream) {
+    checkDevice();
+    return;
+  }
+  s.stream->wait(s.seq, blockingSync());
+}
+
+void Event::enqueueWait(Stream& stream) const {
+  stream.checkDevice();
+  const Snapshot s = snapshot();
+  if (!s.stream || s.seq == 0) return;  // never recorded, or recorded with nothing before it
+  stream.waitFor(*s.stream, s.seq);
+}
+
+bool Event::completedStamp(uint64_t& ns) const {
+  // Under the lock: once the record is replaced its slot may be recycled and overwritten.
+  std::lock_guard lock(mu_);
+  if (!stream_->completed(seq_)) return false;
+  ns = *stamp_;
+  return true;
+}
+
+float Event::elapsedMs(const Event& start, const Event& end) {
+  const char* names[2] = {"start", "end"};
+  const Event* events[2] = {&start, &end};
+  for (int i = 0; i < 2; ++i) {
+    if (!events[i]->timing())
+      fail(mtiaErrorInvalidHandle, "{} was created with mtiaEventDisableTiming and has no timestamps", names[i]);
+  }
+  if (start.device_ != end.device_)
+    fail(mtiaErrorInvalidValue, "start belongs to device {} and end to device {}; their clocks are not comparable",
+         start.device_, end.device_);
+  for (int i = 0; i < 2; ++i) {
+    if (!events[i]->snapshot().stream) fail(mtiaErrorInvalidHandle, "{} has never been recorded", names[i]);
+  }
+  start.checkDevice();
+  uint64_t ns[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (!events[i]->completedStamp(ns[i]))
+      throw Error(mtiaErrorNotReady, fmt::format("{}'s record has not completed yet", names[i]));
+  }
+  const auto diff = static_cast<int64_t>(ns[1] - ns[0]);
+  return static_cast<float>(static_cast<double>(diff) / 1e6);
+}
+
+}  // namespace mtia::streams

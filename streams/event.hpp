@@ -1,0 +1,65 @@
+// An event: a marker in a stream. Recording takes a snapshot of the work
+// queued on the stream so far (the stream and its last command number); the
+// event is complete when that command has completed. Re-recording replaces
+// the snapshot, but whoever read the old one (a stream wait, a host blocked in
+// synchronize) keeps it: snapshots are plain values, copied under the event's
+// lock. A timed record adds a timestamp command to the stream, or stamps the
+// time on the host when the stream is idle.
+#pragma once
+
+#include "streams/stream.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+namespace mtia::streams {
+
+class Event {
+ public:
+  // flags: mtiaEvent* bits, already validated.
+  Event(const driver::Driver& driver, int device, int32_t driverDevice, unsigned flags);
+  ~Event();  // a pending timestamp slot is handed back for reuse once its command completed
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  int device() const noexcept { return device_; }
+  unsigned flags() const noexcept { return flags_; }
+  bool timing() const noexcept;
+  bool blockingSync() const noexcept;
+
+  // Snapshots the work queued on stream so far. Thread-safe, non-blocking. Throws InvalidHandle when
+  // stream belongs to another device, the sticky fault of the device.
+  void record(const std::shared_ptr<Stream>& stream);
+  // True when the latest record completed or there is none. Thread-safe, non-blocking. Throws the
+  // device's sticky fault.
+  bool query() const;
+  // Blocks until the latest record (as of the call) completed. Throws the sticky fault.
+  void synchronize() const;
+  // Makes later work of stream wait for the latest record (as of the call). Non-blocking.
+  void enqueueWait(Stream& stream) const;
+  // Milliseconds from start's record to end's, with CUDA's error rules (see mtiaEventElapsedTime).
+  static float elapsedMs(const Event& start, const Event& end);
+
+ private:
+  struct Snapshot {
+    std::shared_ptr<Stream> stream;  // null: never recorded
+    uint64_t seq = 0;                // 0: nothing to wait for
+  };
+  Snapshot snapshot() const;
+  // The latest record's timestamp if it completed. Requires a timed event that was recorded.
+  bool completedStamp(uint64_t& ns) const;
+  void checkDevice() const;
+
+  const driver::Driver& driver_;
+  const int device_;
+  const int32_t driverDevice_;
+  const unsigned flags_;
+
+  mutable std::mutex mu_;  // guards the latest record below
+  std::shared_ptr<Stream> stream_;
+  uint64_t seq_ = 0;
+  uint64_t* stamp_ = nullptr;  // from TimestampSlots, timed records only
+};
+
+}  // namespace mtia::streams
