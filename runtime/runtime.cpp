@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -17,6 +18,7 @@ namespace {
 
 std::once_flag gInitOnce;
 Runtime* gRuntime = nullptr;  // intentionally never destroyed: driver threads may outlive static destruction
+std::atomic<Runtime*> gReady{nullptr};  // gRuntime once initialisation succeeded
 std::string gInitFailure;
 
 // The folder of libmtia.so, where installed drivers live under mtia/.
@@ -59,12 +61,15 @@ Runtime::Runtime() {
 }
 
 Runtime& Runtime::instance() {
+  // Every ABI call comes through here: after initialisation it is one acquire load.
+  if (Runtime* rt = gReady.load(std::memory_order_acquire)) return *rt;
   std::call_once(gInitOnce, [] {
     try {
       gRuntime = new Runtime();
       // Work still queued at exit runs to completion before static destruction tears down what
       // host functions and kernels may use (CUDA drains its contexts at exit as well).
       std::atexit([] { gRuntime->drain(); });
+      gReady.store(gRuntime, std::memory_order_release);
     } catch (const std::exception& e) {
       gInitFailure = e.what();
       log(LogLevel::Error, "initialisation failed: {}", gInitFailure);

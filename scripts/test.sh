@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and runs the whole test suite three
+# Installs what is missing, then builds and runs the whole test suite four
 # ways, each stage failing the run:
 #   1. Meson build in build-meson/        (meson test)
 #   2. CMake ASan+UBSan build in build-asan/ (ctest)
-#   3. CMake RelWithDebInfo build in build/  (ctest, last: the run ends with
+#   3. CMake TSan build in build-tsan/       (ctest)
+#   4. CMake RelWithDebInfo build in build/  (ctest, last: the run ends with
 #      ctest's summary)
-# Environment: MTIA_SKIP_SANITIZERS=1 skips stage 2, MTIA_SKIP_MESON=1 skips
-# stage 1 (quick local runs); MTIA_JOBS (default 2) sets the parallelism.
+# Environment: MTIA_SKIP_SANITIZERS=1 skips stages 2 and 3, MTIA_SKIP_MESON=1
+# skips stage 1 (quick local runs); MTIA_JOBS (default 2) sets the parallelism.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -45,6 +46,15 @@ else
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
     ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
+
+  mtia_step_end
+  mtia_step "tsan: configure build-tsan/"
+  mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_SANITIZE=thread
+  mtia_step "tsan: build"
+  cmake --build build-tsan -j "$MTIA_JOBS"
+  mtia_step "tsan: ctest"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
+    ctest --test-dir build-tsan --output-on-failure -j "$MTIA_JOBS"
 fi
 
 mtia_step "cmake: configure build/"

@@ -7,6 +7,7 @@
 // time on the host when the stream is idle.
 #pragma once
 
+#include "runtime/core/spin_lock.hpp"
 #include "streams/stream.hpp"
 
 #include <cstdint>
@@ -56,7 +57,7 @@ class Event {
   const int32_t driverDevice_;
   const unsigned flags_;
 
-  mutable std::mutex mu_;  // guards the latest record below
+  mutable SpinLock mu_;  // guards the latest record below; held for a few copies only
   std::shared_ptr<Stream> stream_;
   uint64_t seq_ = 0;
   uint64_t* stamp_ = nullptr;  // from TimestampSlots, timed records only

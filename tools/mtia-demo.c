@@ -1,5 +1,6 @@
 /* The README's main job: a workload on the (simulated) device through the
- * public C ABI only. Lists devices, runs built-in kernels, checks the numbers.
+ * public C ABI only. Lists devices, runs built-in kernels on two streams joined
+ * by an event, times them with events, checks the numbers.
  * Exit status 0 when every check passed. */
 #include <mtia/mtia.h>
 
@@ -44,6 +45,10 @@ static int run_on(int dev) {
   double expect_sum = 0.0;
   uint64_t n = N, m = M, k = K, p = P;
   mtiaFunction_t axpy, reduce, matmul;
+  mtiaStream_t work, side;
+  mtiaEvent_t start, end, side_done;
+  float ms = 0.0f;
+  int greatest = 0;
   mtiaDim3 grid = {8, 1, 1}, one = {1, 1, 1}, block = {256, 1, 1};
   int i, j, l, failures = 0;
   size_t free_before, free_after, total;
@@ -72,17 +77,36 @@ static int run_on(int dev) {
   CHECK(mtiaGetBuiltinFunction(&axpy, "axpy_f32"));
   CHECK(mtiaGetBuiltinFunction(&reduce, "reduce_sum_f32"));
   CHECK(mtiaGetBuiltinFunction(&matmul, "matmul_f32"));
+  /* Two streams: axpy and the sum on one, the matmul on a second, high-priority stream at the same
+   * time; an event joins the second back into the first before the results are copied out. */
+  CHECK(mtiaDeviceGetStreamPriorityRange(NULL, &greatest));
+  CHECK(mtiaStreamCreate(&work));
+  CHECK(mtiaStreamCreateWithPriority(&side, mtiaStreamNonBlocking, greatest));
+  CHECK(mtiaEventCreate(&start));
+  CHECK(mtiaEventCreate(&end));
+  CHECK(mtiaEventCreateWithFlags(&side_done, mtiaEventDisableTiming));
   {
     void* axpy_args[] = {&dy, &a, &dx, &n};
     void* reduce_args[] = {&dsum, &dy, &n};
     void* matmul_args[] = {&dc, &da, &db, &m, &p, &k};
-    CHECK(mtiaLaunchKernel(axpy, grid, block, axpy_args, 0, NULL));
-    CHECK(mtiaLaunchKernel(reduce, one, block, reduce_args, 0, NULL));
-    CHECK(mtiaLaunchKernel(matmul, grid, block, matmul_args, 0, NULL));
+    CHECK(mtiaEventRecord(start, work));
+    CHECK(mtiaLaunchKernel(axpy, grid, block, axpy_args, 0, work));
+    CHECK(mtiaLaunchKernel(reduce, one, block, reduce_args, 0, work));
+    CHECK(mtiaLaunchKernel(matmul, grid, block, matmul_args, 0, side));
+    CHECK(mtiaEventRecord(side_done, side));
+    CHECK(mtiaStreamWaitEvent(work, side_done, mtiaEventWaitDefault));
+    CHECK(mtiaEventRecord(end, work));
   }
-  CHECK(mtiaMemcpy(hy, dy, N * sizeof(float), mtiaMemcpyDeviceToHost));
-  CHECK(mtiaMemcpy(&sum, dsum, sizeof(float), mtiaMemcpyDeviceToHost));
-  CHECK(mtiaMemcpy(hc, dc, M * P * sizeof(float), mtiaMemcpyDeviceToHost));
+  CHECK(mtiaMemcpyAsync(hy, dy, N * sizeof(float), mtiaMemcpyDeviceToHost, work));
+  CHECK(mtiaMemcpyAsync(&sum, dsum, sizeof(float), mtiaMemcpyDeviceToHost, work));
+  CHECK(mtiaMemcpyAsync(hc, dc, M * P * sizeof(float), mtiaMemcpyDeviceToHost, work));
+  CHECK(mtiaStreamSynchronize(work));
+  CHECK(mtiaEventElapsedTime(&ms, start, end));
+  CHECK(mtiaEventDestroy(start));
+  CHECK(mtiaEventDestroy(end));
+  CHECK(mtiaEventDestroy(side_done));
+  CHECK(mtiaStreamDestroy(side));
+  CHECK(mtiaStreamDestroy(work));
 
   for (i = 0; i < N; ++i) {
     float want = a * ((float)(i % 97) * 0.25f) + ((float)(i % 13) - 6.0f);
@@ -97,8 +121,9 @@ static int run_on(int dev) {
       if (!near(hc[i * P + j], want)) ++failures;
     }
 
-  printf("  device %d: axpy over %d floats, sum = %.1f (expected %.1f), %dx%d matmul: %s; %zu bytes in use\n", dev, N,
-         (double)sum, expect_sum, M, P, failures ? "WRONG" : "ok", free_before - free_after);
+  printf("  device %d: axpy over %d floats, sum = %.1f (expected %.1f) | %dx%d matmul on a second stream: %s; "
+         "%.3f ms on the device; %zu bytes in use\n",
+         dev, N, (double)sum, expect_sum, M, P, failures ? "WRONG" : "ok", (double)ms, free_before - free_after);
   CHECK(mtiaFree(dx));
   CHECK(mtiaFree(dy));
   CHECK(mtiaFree(dsum));

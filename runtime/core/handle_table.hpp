@@ -7,6 +7,8 @@
 // pointer passed by mistake never decodes to a live slot.
 #pragma once
 
+#include "runtime/core/spin_lock.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -84,7 +86,7 @@ class HandleTable {
   }
 
   const uint8_t tag_;
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;  // sections are a lookup and a shared_ptr copy (insert may grow the vectors)
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
 };

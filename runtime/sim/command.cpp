@@ -32,31 +32,4 @@ void ArgumentCopy::pointers(const Kernel& kernel, void** out) {
   for (uint32_t i = 0; i < kernel.numArgs; ++i) out[i] = base + kernel.offsets[i];
 }
 
-void CommandRing::grow() {
-  // Unroll the ring into a larger vector, oldest first.
-  std::vector<Command> larger(slots_.empty() ? 16 : slots_.size() * 2);
-  for (size_t i = 0; i < size_; ++i) larger[i] = std::move(slots_[(head_ + i) % slots_.size()]);
-  slots_ = std::move(larger);
-  head_ = 0;
-}
-
-void CommandRing::push(Command&& command) {
-  if (size_ == slots_.size()) grow();
-  slots_[(head_ + size_) % slots_.size()] = std::move(command);
-  ++size_;
-}
-
-void CommandRing::pushFront(Command&& command) {
-  if (size_ == slots_.size()) grow();
-  head_ = (head_ + slots_.size() - 1) % slots_.size();
-  slots_[head_] = std::move(command);
-  ++size_;
-}
-
-void CommandRing::pop(Command& out) {
-  out = std::move(slots_[head_]);
-  head_ = (head_ + 1) % slots_.size();
-  --size_;
-}
-
 }  // namespace mtia::sim

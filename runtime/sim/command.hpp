@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 namespace mtia::sim {
 
@@ -46,25 +45,6 @@ struct Command {
   std::shared_ptr<Module> module;  // keeps a module kernel's code loaded until the command completed
   std::shared_ptr<Queue> waitTarget;
   ArgumentCopy args;
-};
-
-// FIFO of commands in a ring that only grows: steady-state submission allocates nothing. Not thread-safe.
-class CommandRing {
- public:
-  bool empty() const { return size_ == 0; }
-  size_t size() const { return size_; }
-  Command& front() { return slots_[head_]; }
-  void push(Command&& command);
-  // Puts command back at the front (for commands taken but not run).
-  void pushFront(Command&& command);
-  void pop(Command& out);
-
- private:
-  void grow();
-
-  std::vector<Command> slots_;
-  size_t head_ = 0;
-  size_t size_ = 0;
 };
 
 }  // namespace mtia::sim

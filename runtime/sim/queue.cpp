@@ -22,44 +22,36 @@ Queue::Queue(Device& device, int32_t priority, uint32_t number, uint64_t slowNs)
 
 uint64_t Queue::submit(Command&& command) {
   uint64_t seq = 0;
-  bool wasIdle = false;
   {
-    std::lock_guard lock(mu_);
-    seq = submitted_.load(std::memory_order_relaxed) + 1;
-    command.seq = seq;
-    ring_.push(std::move(command));
-    submitted_.store(seq, std::memory_order_release);
-    wasIdle = !scheduled_;
-    scheduled_ = true;
+    std::lock_guard lock(submitMu_);
+    seq = log_.append(std::move(command));
   }
-  // Only the idle -> scheduled transition touches the device-wide scheduler.
-  if (wasIdle) device_.scheduler().makeReady(shared_from_this());
+  // Only the idle -> scheduled transition touches the device-wide scheduler. The plain load first keeps
+  // the common case (an engine owns the queue already) free of a read-modify-write.
+  if (!scheduled_.load(std::memory_order_seq_cst) && !scheduled_.exchange(true, std::memory_order_seq_cst))
+    device_.scheduler().makeReady(shared_from_this());
   return seq;
 }
 
-Queue::Next Queue::next(Command* out, size_t max, size_t& count) {
-  count = 0;
-  std::lock_guard lock(mu_);
-  if (ring_.empty()) {
-    scheduled_ = false;
-    return Next::Idle;
-  }
-  Command& head = ring_.front();
+Queue::Next Queue::next(Command*& out) {
+  Command* head = log_.front();
+  if (head == nullptr) return Next::Empty;
   // A faulted device drains its queues without waiting, so nothing waits on work that will never run.
-  if (head.cmd.type == mtiaDrvCmdWait && !device_.faulted()) {
-    const uint64_t value = head.cmd.u.wait.value;
-    Queue& target = *head.waitTarget;
+  if (head->cmd.type == mtiaDrvCmdWait && !device_.faulted()) {
+    const uint64_t value = head->cmd.u.wait.value;
+    Queue& target = *head->waitTarget;
     if (target.completed() < value && target.addWaiter(shared_from_this(), value)) return Next::Blocked;
   }
-  ring_.pop(out[count++]);
-  // Later waits are decided when they reach the head.
-  while (count < max && !ring_.empty() && ring_.front().cmd.type != mtiaDrvCmdWait) ring_.pop(out[count++]);
+  out = head;
   return Next::Run;
 }
 
-void Queue::giveBack(Command* commands, size_t count) {
-  std::lock_guard lock(mu_);
-  for (size_t i = count; i > 0; --i) ring_.pushFront(std::move(commands[i - 1]));
+bool Queue::release() {
+  scheduled_.store(false, std::memory_order_seq_cst);
+  if (!hasWork()) return true;
+  // Work arrived after all. Whoever sets the flag first owns the queue: this engine, or a submitter
+  // that saw it clear and has queued it with the scheduler already.
+  return scheduled_.exchange(true, std::memory_order_seq_cst);
 }
 
 bool Queue::addWaiter(std::shared_ptr<Queue> waiter, uint64_t value) {

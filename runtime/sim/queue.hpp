@@ -1,10 +1,11 @@
-// An in-order command queue. Submitters append under the queue's own lock;
-// at most one engine at a time owns a queue that has work ("scheduled"), so
-// commands run one after the other without further locking. Completion is a
-// counter that anyone can read without a lock.
+// An in-order command queue. Submitters append to its command log under the
+// queue's submit lock; at most one engine at a time owns a queue that has work
+// ("scheduled") and reads the log without a lock, so commands run one after
+// the other. Completion is a counter that anyone can read without a lock.
 #pragma once
 
-#include "command.hpp"
+#include "command_log.hpp"
+#include "spin_lock.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -34,20 +35,26 @@ class Queue : public std::enable_shared_from_this<Queue> {
   uint32_t number() const { return number_; }
   uint64_t slowNs() const { return slowNs_; }
 
-  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
+  uint64_t submitted() const { return log_.published(); }
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
 
   // Appends command and returns its number. Hands the queue to the scheduler when it was idle.
   uint64_t submit(Command&& command);
 
-  enum class Next { Run, Idle, Blocked };
-  // Engine side. Run: out[0, count) hold the next commands, at most max of them (taking several per
-  // lock keeps the engine off the lock submitters use; a wait command is only ever the first). Idle:
-  // nothing left, the queue is no longer scheduled. Blocked: the head waits on another queue, which now
-  // holds this one as a waiter and schedules it again when the wait is satisfied.
-  Next next(Command* out, size_t max, size_t& count);
-  // Engine side: returns commands that next() handed out but the engine did not run, in order.
-  void giveBack(Command* commands, size_t count);
+  enum class Next { Run, Empty, Blocked };
+  // Engine side (the owner). Run: *out is the next command; it stays in the queue until retire().
+  // Empty: nothing published beyond what ran (the queue is still scheduled: see release()).
+  // Blocked: the head waits on another queue, which now holds this one as a waiter and schedules it
+  // again when the wait is satisfied; the engine drops the queue.
+  Next next(Command*& out);
+  // Engine side: the command next() gave out has run; drop it.
+  void retire() { log_.retire(); }
+  // Engine side: whether commands were published beyond those retired.
+  bool hasWork() const { return log_.published() != log_.retired(); }
+  // Engine side, after Empty: unschedules the queue. True when the engine must drop it (idle now, or
+  // a submitter already handed it to the scheduler again); false when work arrived meanwhile and the
+  // engine still owns it.
+  bool release();
   // Engine side: command seq finished. Wakes waiting hosts and queues.
   void complete(uint64_t seq);
 
@@ -65,10 +72,12 @@ class Queue : public std::enable_shared_from_this<Queue> {
   const uint32_t number_;
   const uint64_t slowNs_;
 
-  std::mutex mu_;  // guards ring_, scheduled_ and the submitted count
-  CommandRing ring_;
-  bool scheduled_ = false;
-  std::atomic<uint64_t> submitted_{0};
+  SpinLock submitMu_;  // serialises submitters (the engine never takes it)
+  CommandLog log_;
+  // Set by the submitter that finds the queue idle (it then hands it to the scheduler); cleared by the
+  // engine that finds it empty. Together with the log's published count this is a Dekker handshake:
+  // each side writes its own variable, then reads the other's, all sequentially consistent.
+  std::atomic<bool> scheduled_{false};
 
   // Completion side, on its own cache line: engines write it, submitters mostly do not read it.
   alignas(64) std::atomic<uint64_t> completed_{0};

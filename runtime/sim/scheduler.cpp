@@ -7,6 +7,7 @@
 #include "topology.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <array>
 #include <bit>
@@ -16,13 +17,16 @@
 namespace mtia::sim {
 namespace {
 
-// An engine that ran out of work polls the ready lists this long before sleeping: back-to-back
-// submissions then skip the futex wake-up, and an idle device still costs no CPU.
-constexpr uint64_t kEngineSpinNs = 5'000;
+// The engine that ran out of work first polls the ready lists this long before sleeping (yielding
+// between looks after kEngineBusySpinNs): back-to-back submissions then skip the futex wake-up, and an
+// idle device costs no CPU once it passed.
+constexpr uint64_t kEngineBusySpinNs = 20'000;
+constexpr uint64_t kEngineSpinNs = 2'000'000;
 // Commands an engine runs from one queue before letting same-priority queues have a turn.
 constexpr int kBatch = 64;
-// Commands an engine takes from its queue per lock.
-constexpr size_t kTake = 16;
+// An engine whose queue ran empty watches it this long for more before giving it up (unless other
+// queues are ready): a stream fed in a steady trickle then stays with its engine.
+constexpr uint64_t kLingerNs = 3'000;
 
 thread_local const Queue* tCurrentQueue = nullptr;
 thread_local bool tEngineThread = false;
@@ -61,8 +65,10 @@ void Scheduler::makeReady(std::shared_ptr<Queue> queue) {
   {
     std::lock_guard lock(mu_);
     ready_[static_cast<size_t>(level)].push_back(std::move(queue));
-    readyMask_.fetch_or(1u << level, std::memory_order_release);
-    wake = sleeping_ > 0;
+    readyMask_.fetch_or(1u << level, std::memory_order_seq_cst);
+    // A polling engine will find it; it wakes a sleeper itself if more work is waiting. An engine that
+    // stops polling clears spinner_ before it takes mu_ to sleep, so it sees this queue either way.
+    wake = sleeping_ > 0 && !spinner_.load(std::memory_order_seq_cst);
   }
   if (wake) wake_.notify_one();
 }
@@ -78,24 +84,63 @@ std::shared_ptr<Queue> Scheduler::popLocked() {
   return queue;
 }
 
-std::shared_ptr<Queue> Scheduler::take() {
+std::shared_ptr<Queue> Scheduler::tryPop() {
+  if (readyMask_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard lock(mu_);
+  return popLocked();
+}
+
+std::shared_ptr<Queue> Scheduler::spin() {
   const uint64_t start = monotonicNs();
+  uint64_t now = start;
   do {
-    for (int i = 0; i < 32; ++i) {
-      if (readyMask_.load(std::memory_order_acquire) != 0) {
-        std::lock_guard lock(mu_);
-        if (std::shared_ptr<Queue> queue = popLocked()) return queue;
-      }
+    for (int i = 0; i < 64; ++i) {
+      if (std::shared_ptr<Queue> queue = tryPop()) return queue;
       cpuRelax();
     }
-  } while (monotonicNs() - start < kEngineSpinNs);
+    now = monotonicNs();
+    // Past the first stretch, give the CPU to anything else runnable between looks.
+    if (now - start > kEngineBusySpinNs) sched_yield();
+  } while (now - start < kEngineSpinNs);
+  return nullptr;
+}
+
+std::shared_ptr<Queue> Scheduler::take() {
+  // One idle engine per device polls for new work; the others sleep. Submissions in a steady stream
+  // then never pay for a futex wake-up, and an idle device costs at most one polling thread, for
+  // kEngineSpinNs.
+  bool expected = false;
+  if (spinner_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+    std::shared_ptr<Queue> queue = spin();
+    spinner_.store(false, std::memory_order_seq_cst);
+    if (queue) {
+      // More work is ready than this engine takes: hand it to a sleeping engine.
+      if (readyMask_.load(std::memory_order_acquire) != 0) wakeOne();
+      return queue;
+    }
+  }
   std::unique_lock lock(mu_);
   for (;;) {
-    if (std::shared_ptr<Queue> queue = popLocked()) return queue;
+    if (std::shared_ptr<Queue> queue = popLocked()) {
+      // Queues that arrived while a poller was about did not wake anyone: pass the wake-up along.
+      const bool more = readyMask_.load(std::memory_order_relaxed) != 0 && sleeping_ > 0;
+      lock.unlock();
+      if (more) wake_.notify_one();
+      return queue;
+    }
     ++sleeping_;
     wake_.wait(lock);
     --sleeping_;
   }
+}
+
+void Scheduler::wakeOne() {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    wake = sleeping_ > 0;
+  }
+  if (wake) wake_.notify_one();
 }
 
 bool Scheduler::shouldYield(int level, int batch) const {
@@ -106,23 +151,38 @@ bool Scheduler::shouldYield(int level, int batch) const {
   return (mask >> (level + 1)) != 0 && idle_.load(std::memory_order_relaxed) == 0;
 }
 
+bool Scheduler::linger(const Queue& queue) const {
+  const uint64_t start = monotonicNs();
+  do {
+    for (int i = 0; i < 32; ++i) {
+      if (queue.hasWork()) return true;
+      if (readyMask_.load(std::memory_order_relaxed) != 0) return false;  // others need the engine
+      cpuRelax();
+    }
+  } while (monotonicNs() - start < kLingerNs);
+  return false;
+}
+
 void Scheduler::run(std::shared_ptr<Queue> queue) {
   tCurrentQueue = queue.get();
-  std::array<Command, kTake> taken;
   int done = 0;
   for (;;) {
-    size_t count = 0;
-    if (queue->next(taken.data(), taken.size(), count) != Queue::Next::Run) break;
-    for (size_t i = 0; i < count; ++i) {
-      execute(device_, *queue, taken[i]);
-      queue->complete(taken[i].seq);
-      taken[i] = Command{};  // drop its references (module, wait target) now that it completed
-      if (shouldYield(queue->level(), ++done)) {
-        queue->giveBack(taken.data() + i + 1, count - i - 1);
-        tCurrentQueue = nullptr;
-        makeReady(std::move(queue));
-        return;
-      }
+    Command* command = nullptr;
+    const Queue::Next next = queue->next(command);
+    if (next == Queue::Next::Blocked) break;
+    if (next == Queue::Next::Empty) {
+      if (linger(*queue)) continue;
+      if (queue->release()) break;
+      continue;
+    }
+    execute(device_, *queue, *command);
+    const uint64_t seq = command->seq;
+    queue->retire();  // drops its references (module, wait target) before anyone sees it complete
+    queue->complete(seq);
+    if (shouldYield(queue->level(), ++done)) {
+      tCurrentQueue = nullptr;
+      makeReady(std::move(queue));  // still scheduled: it goes to the back of its ready list
+      return;
     }
   }
   tCurrentQueue = nullptr;

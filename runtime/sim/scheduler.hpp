@@ -41,8 +41,14 @@ class Scheduler {
  private:
   void engineMain(int32_t index);
   std::shared_ptr<Queue> take();
+  std::shared_ptr<Queue> tryPop();
+  // Polls for a ready queue for a while; null when none came.
+  std::shared_ptr<Queue> spin();
+  void wakeOne();
   std::shared_ptr<Queue> popLocked();
   void run(std::shared_ptr<Queue> queue);
+  // Waits briefly for more work on queue; false when none came or other queues are ready.
+  bool linger(const Queue& queue) const;
   bool shouldYield(int level, int batch) const;
 
   Device& device_;
@@ -56,7 +62,8 @@ class Scheduler {
   std::array<std::deque<std::shared_ptr<Queue>>, kPriorityLevels> ready_;  // by Queue::level()
   // Bit l set while ready_[l] is non-empty; read without the lock by spinning and busy engines.
   std::atomic<uint32_t> readyMask_{0};
-  int32_t sleeping_ = 0;          // engines waiting on wake_; guarded by mu_
+  int32_t sleeping_ = 0;               // engines waiting on wake_; guarded by mu_
+  std::atomic<bool> spinner_{false};  // an idle engine is polling the ready lists
   std::atomic<int32_t> idle_{0};  // engines not running a queue (spinning or sleeping)
 };
 
