@@ -7,6 +7,7 @@
 #include "runtime/sim/sim_driver.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -37,7 +38,7 @@ int& currentDeviceOrdinal() noexcept {
   return current;
 }
 
-Runtime::Runtime() {
+Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   options_ = readRuntimeOptions(processEnv());
   setLogLevel(options_.logLevel);
   static constexpr driver::BuiltinDriver kBuiltins[] = {{"sim", mtiaSimDriverGetOps}};
@@ -103,6 +104,7 @@ std::shared_ptr<streams::Stream> Runtime::stream(mtiaStream_t handle, const char
 
 void Runtime::drain() noexcept {
   if (driver_->ops().isDriverThread() != 0) return;  // exit() from a host function: it would wait on itself
+  if (getpid() != initPid_) return;  // a forked child has no engines to finish the parent's work
   for (const std::unique_ptr<Device>& dev : devices_) {
     // Failures (a sticky fault) only mean there is nothing left to wait for.
     (void)driver_->ops().deviceSynchronize(dev->driverDevice());

@@ -50,6 +50,7 @@ class Runtime {
   std::unique_ptr<driver::Driver> driver_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<StreamRegistry> streams_;
+  const int initPid_;  // the process that initialised the runtime (drain() skips forked children)
   Kernels kernels_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "runtime/core/spin_lock.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,7 +22,7 @@ class HandleTable {
  public:
   using Ptr = std::shared_ptr<T>;
 
-  explicit HandleTable(uint8_t tag) : tag_(tag) {}
+  explicit HandleTable(uint8_t tag) : tag_(tag), id_(nextTableId()) {}
 
   // Stores obj and returns its handle. Thread-safe.
   uint64_t insert(Ptr obj) {
@@ -40,10 +41,27 @@ class HandleTable {
   }
 
   // The object behind handle, or null when the handle is not live. Thread-safe.
+  // A thread that looks up the same handle again (a stream it launches on, a kernel it launches) is
+  // answered from its own one-entry cache, without the lock, while no handle of the table was removed
+  // since; the cached reference only delays the destruction of an object removed meanwhile.
   Ptr lookup(uint64_t handle) const {
-    std::lock_guard lock(mu_);
-    const Slot* s = slot(handle);
-    return s ? s->obj : nullptr;
+    thread_local Cache cache;
+    if (cache.table == id_ && cache.handle == handle && cache.epoch == removals_.load(std::memory_order_acquire))
+      return cache.obj;
+    Ptr obj;
+    uint64_t epoch = 0;
+    {
+      std::lock_guard lock(mu_);
+      const Slot* s = slot(handle);
+      if (s == nullptr) return nullptr;
+      obj = s->obj;
+      epoch = removals_.load(std::memory_order_relaxed);
+    }
+    cache.table = id_;
+    cache.handle = handle;
+    cache.epoch = epoch;
+    cache.obj = obj;
+    return obj;
   }
 
   // Removes handle and returns its object (null when not live). Thread-safe.
@@ -53,6 +71,7 @@ class HandleTable {
     if (s == nullptr) return nullptr;
     Ptr obj = std::move(s->obj);
     s->obj.reset();
+    removals_.fetch_add(1, std::memory_order_release);  // invalidates every thread's cached lookup
     s->generation = (s->generation + 1) & kGenerationMask;
     if (s->generation == 0) s->generation = 1;
     free_.push_back(static_cast<uint32_t>(s - slots_.data()));
@@ -66,6 +85,16 @@ class HandleTable {
 
  private:
   static constexpr uint32_t kGenerationMask = 0xffffff;
+  struct Cache {
+    uint64_t table = 0;  // id_ of the table (ids are never reused, addresses may be)
+    uint64_t handle = 0;
+    uint64_t epoch = 0;
+    Ptr obj;
+  };
+  static uint64_t nextTableId() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
   struct Slot {
     uint32_t generation = 1;
     Ptr obj;
@@ -86,6 +115,8 @@ class HandleTable {
   }
 
   const uint8_t tag_;
+  const uint64_t id_;
+  std::atomic<uint64_t> removals_{0};  // written under mu_
   mutable SpinLock mu_;  // sections are a lookup and a shared_ptr copy (insert may grow the vectors)
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;

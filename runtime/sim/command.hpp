@@ -27,6 +27,11 @@ class ArgumentCopy {
   void assign(const Kernel& kernel, void* const* args);
   // Pointers to each copied argument, as the kernel receives them.
   void pointers(const Kernel& kernel, void** out);
+  // Frees what a large launch allocated.
+  void clear() noexcept {
+    heap_.reset();
+    bytes_ = 0;
+  }
 
  private:
   static constexpr size_t kInlineBytes = 64;
@@ -45,6 +50,13 @@ struct Command {
   std::shared_ptr<Module> module;  // keeps a module kernel's code loaded until the command completed
   std::shared_ptr<Queue> waitTarget;
   ArgumentCopy args;
+
+  // Drops what keeps other objects alive or owns memory; the rest is overwritten by the next use.
+  void release() noexcept {
+    module.reset();
+    waitTarget.reset();
+    args.clear();
+  }
 };
 
 }  // namespace mtia::sim

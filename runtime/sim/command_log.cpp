@@ -46,7 +46,7 @@ Command* CommandLog::front() {
 }
 
 void CommandLog::retire() {
-  head_->slots[headIndex_] = Command{};
+  head_->slots[headIndex_].release();
   ++headIndex_;
   ++retired_;
 }

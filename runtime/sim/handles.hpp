@@ -8,6 +8,7 @@
 #include "memory.hpp"
 #include "queue.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -20,6 +21,9 @@ struct Handles {
   // which keeps the object alive without touching its reference count.
   std::shared_mutex mu;
   std::unordered_map<const Queue*, std::shared_ptr<Queue>> queues;
+  // Bumped (under mu, exclusively) whenever a queue handle is destroyed: a thread's cached lookup of a
+  // queue stays valid while this has not changed (see ops_queue.cpp).
+  std::atomic<uint64_t> queueEpoch{1};
   std::unordered_map<const Module*, std::shared_ptr<Module>> modules;
   std::unordered_map<const Kernel*, std::shared_ptr<Module>> kernels;  // module kernels -> their module
 

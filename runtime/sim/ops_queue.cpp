@@ -122,6 +122,36 @@ mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command&
   }
 }
 
+// Whether submitting cmd must look up handles besides its queue (module kernels, wait targets): those
+// lookups need the handle lock anyway.
+bool namesOtherHandles(const mtiaDrvCommand& cmd) {
+  const int32_t type = commandType(cmd);
+  if (type == mtiaDrvCmdWait) return true;
+  return type == mtiaDrvCmdKernel && !isBuiltinKernel(reinterpret_cast<const Kernel*>(cmd.u.kernel.kernel));
+}
+
+// The calling thread's last queue (one cache for submissions, one for queries). The reference it holds keeps the object alive, and the
+// handle is known live while no queue handle was destroyed since (the epoch): a destroy racing with a
+// submit through the cache is ordered as if the submit came first.
+struct SubmitCache {
+  const void* handle = nullptr;
+  uint64_t epoch = 0;
+  std::shared_ptr<Queue> queue;
+
+  Queue* find(const Handles& handles, const void* h) const {
+    if (h != handle || epoch != handles.queueEpoch.load(std::memory_order_acquire)) return nullptr;
+    return queue.get();
+  }
+  // Called with handles.mu held (shared), so the epoch read matches the lookup.
+  void remember(const Handles& handles, const void* h, const std::shared_ptr<Queue>& q) {
+    handle = h;
+    epoch = handles.queueEpoch.load(std::memory_order_acquire);
+    queue = q;
+  }
+};
+thread_local SubmitCache tSubmitCache;
+thread_local SubmitCache tQueryCache;  // separate, so polling one queue while feeding another hits both
+
 }  // namespace
 
 // Thread-safe; the device's first queue starts its engine threads. Errors: mtiaErrorInvalidDevice,
@@ -157,6 +187,7 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue) {
     }
     dropped = std::move(it->second);
     handles.queues.erase(it);
+    handles.queueEpoch.fetch_add(1, std::memory_order_release);
     lock.unlock();
     return mtiaSuccess;
   });
@@ -172,17 +203,24 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
     if (mtiaError_t err = machineFor("queueSubmit", machine); err != mtiaSuccess) return err;
     if (cmd == nullptr || seq == nullptr) return nullArgument("queueSubmit", "cmd and seq");
     Handles& handles = machine->handles();
+    auto submitTo = [&](Queue& q) {
+      if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
+      Command command;
+      if (mtiaError_t err = prepareCommand(*machine, *cmd, command); err != mtiaSuccess) return err;
+      *seq = q.submit(std::move(command));
+      return mtiaSuccess;
+    };
+    // The common case (the thread's last queue, a command that names no other handle) needs no lock.
+    if (!namesOtherHandles(*cmd)) {
+      if (Queue* q = tSubmitCache.find(handles, queue)) return submitTo(*q);
+    }
     std::shared_lock lock(handles.mu);  // queue stays alive for the call
     auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
     if (it == handles.queues.end()) {
       return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a live queue", static_cast<void*>(queue));
     }
-    Queue& q = *it->second;
-    if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
-    Command command;
-    if (mtiaError_t err = prepareCommand(*machine, *cmd, command); err != mtiaSuccess) return err;
-    *seq = q.submit(std::move(command));
-    return mtiaSuccess;
+    tSubmitCache.remember(handles, queue, it->second);
+    return submitTo(*it->second);
   });
 }
 
@@ -193,11 +231,16 @@ mtiaError_t queueQuery(mtiaDrvQueue queue, uint64_t* completed) {
     if (mtiaError_t err = machineFor("queueQuery", machine); err != mtiaSuccess) return err;
     if (completed == nullptr) return nullArgument("queueQuery", "completed");
     Handles& handles = machine->handles();
+    if (Queue* q = tQueryCache.find(handles, queue)) {
+      *completed = q->completed();
+      return mtiaSuccess;
+    }
     std::shared_lock lock(handles.mu);
     auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
     if (it == handles.queues.end()) {
       return failf(mtiaErrorInvalidHandle, "queueQuery: {} is not a live queue", static_cast<void*>(queue));
     }
+    tQueryCache.remember(handles, queue, it->second);
     *completed = it->second->completed();
     return mtiaSuccess;
   });
