@@ -16,16 +16,16 @@ uint64_t fromHandle(H h) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
 }
 
-// The calling thread's current stream handle per device ordinal; 0 = the default stream.
-std::vector<uint64_t>& currentStreams() {
-  thread_local std::vector<uint64_t> current;
-  return current;
-}
+// The calling thread's current stream handle per device ordinal; 0 = the default stream. A fixed
+// array: trivially destructible, so it stays usable after exit() destroyed the main thread's
+// thread-locals (static destructors may still call the runtime).
+constexpr size_t kMaxCurrentDevices = 256;
+thread_local uint64_t tCurrentStreams[kMaxCurrentDevices];
 
 }  // namespace
 
 StreamRegistry::StreamRegistry(size_t devices)
-    : defaults_(std::make_unique<std::atomic<uint64_t>[]>(devices)), devices_(devices) {}
+    : defaults_(std::make_unique<std::atomic<uint64_t>[]>(devices)) {}
 
 mtiaStream_t StreamRegistry::add(std::shared_ptr<streams::Stream> stream) {
   const int64_t id = stream->id();
@@ -81,26 +81,25 @@ mtiaStream_t StreamRegistry::defaultHandle(Device& dev) {
 }
 
 mtiaStream_t StreamRegistry::currentHandle(Device& dev) {
-  const std::vector<uint64_t>& current = currentStreams();
   const auto i = static_cast<size_t>(dev.ordinal());
-  if (i < current.size() && current[i] != 0) return toHandle<mtiaStream_t>(current[i]);
+  if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) return toHandle<mtiaStream_t>(tCurrentStreams[i]);
   return defaultHandle(dev);
 }
 
 void StreamRegistry::setCurrent(mtiaStream_t handle) {
   if (handle == nullptr) return;  // NULL names the current stream: nothing changes
   std::shared_ptr<streams::Stream> s = get(handle, "stream");
-  std::vector<uint64_t>& current = currentStreams();
   const auto i = static_cast<size_t>(s->device());
-  if (current.size() < devices_) current.resize(devices_, 0);
-  current[i] = s->isDefault() ? 0 : fromHandle(handle);
+  if (i >= kMaxCurrentDevices)
+    fail(mtiaErrorNotSupported, "current streams are kept for devices 0 to {}; the stream is on device {}",
+         kMaxCurrentDevices - 1, i);
+  tCurrentStreams[i] = s->isDefault() ? 0 : fromHandle(handle);
 }
 
 std::shared_ptr<streams::Stream> StreamRegistry::current(Device& dev, const char* argName) {
-  const std::vector<uint64_t>& cur = currentStreams();
   const auto i = static_cast<size_t>(dev.ordinal());
-  if (i < cur.size() && cur[i] != 0) {
-    if (std::shared_ptr<streams::Stream> s = streams_.lookup(cur[i])) return s;
+  if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) {
+    if (std::shared_ptr<streams::Stream> s = streams_.lookup(tCurrentStreams[i])) return s;
     fail(mtiaErrorInvalidHandle, "{} is NULL, and the current stream of device {} has been destroyed", argName,
          dev.ordinal());
   }

@@ -14,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <vector>
 
 namespace mtia {
 
@@ -57,7 +56,6 @@ class StreamRegistry {
   std::unordered_map<int64_t, uint64_t> ids_;  // stream id -> handle
   std::mutex defaultMu_;
   std::unique_ptr<std::atomic<uint64_t>[]> defaults_;  // per device; 0 until created
-  const size_t devices_;
 };
 
 }  // namespace mtia

@@ -46,7 +46,7 @@ class HandleTable {
   // since; the cached reference only delays the destruction of an object removed meanwhile.
   Ptr lookup(uint64_t handle) const {
     thread_local Cache cache;
-    if (cache.table == id_ && cache.handle == handle && cache.epoch == removals_.load(std::memory_order_acquire))
+    if (cache.alive && cache.table == id_ && cache.handle == handle && cache.epoch == removals_.load(std::memory_order_acquire))
       return cache.obj;
     Ptr obj;
     uint64_t epoch = 0;
@@ -57,6 +57,7 @@ class HandleTable {
       obj = s->obj;
       epoch = removals_.load(std::memory_order_relaxed);
     }
+    if (!cache.alive) return obj;  // the thread is exiting: do not cache
     cache.table = id_;
     cache.handle = handle;
     cache.epoch = epoch;
@@ -86,6 +87,13 @@ class HandleTable {
  private:
   static constexpr uint32_t kGenerationMask = 0xffffff;
   struct Cache {
+    // The main thread's thread-locals are destroyed when exit() starts, before atexit handlers and
+    // static destructors that may still call the runtime; from then on the cache is bypassed.
+    ~Cache() {
+      obj.reset();
+      alive = false;
+    }
+    bool alive = true;
     uint64_t table = 0;  // id_ of the table (ids are never reused, addresses may be)
     uint64_t handle = 0;
     uint64_t epoch = 0;

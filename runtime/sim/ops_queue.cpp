@@ -134,16 +134,23 @@ bool namesOtherHandles(const mtiaDrvCommand& cmd) {
 // handle is known live while no queue handle was destroyed since (the epoch): a destroy racing with a
 // submit through the cache is ordered as if the submit came first.
 struct SubmitCache {
+  // Bypassed once destroyed (the main thread's thread-locals go first when exit() starts).
+  ~SubmitCache() {
+    queue.reset();
+    alive = false;
+  }
+  bool alive = true;
   const void* handle = nullptr;
   uint64_t epoch = 0;
   std::shared_ptr<Queue> queue;
 
   Queue* find(const Handles& handles, const void* h) const {
-    if (h != handle || epoch != handles.queueEpoch.load(std::memory_order_acquire)) return nullptr;
+    if (!alive || h != handle || epoch != handles.queueEpoch.load(std::memory_order_acquire)) return nullptr;
     return queue.get();
   }
   // Called with handles.mu held (shared), so the epoch read matches the lookup.
   void remember(const Handles& handles, const void* h, const std::shared_ptr<Queue>& q) {
+    if (!alive) return;
     handle = h;
     epoch = handles.queueEpoch.load(std::memory_order_acquire);
     queue = q;
