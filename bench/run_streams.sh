@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Runs the stream and event benchmarks and writes
+#   bench/results/streams.json   raw Google Benchmark JSON (5 repetitions, aggregates only)
+#   bench/results/idle_cpu.json  the idle_cpu program's JSON
+#   bench/results/streams.md     per workload: our median, the baseline's, baseline/ours, target
+#
+#   bench/run_streams.sh [STREAMS_BENCH [IDLE_CPU]]
+#
+# STREAMS_BENCH defaults to bench/streams_bench of $MTIA_BUILD_DIR, else of build/,
+# else of the most recently built build*/ folder; IDLE_CPU to idle_cpu next to it.
+# MTIA_BENCH_RESULTS sets another output folder, MTIA_BENCH_ARGS adds arguments
+# to streams_bench (e.g. --benchmark_filter=launch). Results are reported, never
+# asserted: the exit status is 0 whatever the numbers, non-zero only when a
+# program fails.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+
+die() {
+  echo "run_streams: ERROR: $*" >&2
+  exit 1
+}
+
+find_bench() {
+  if [[ -n "${MTIA_BUILD_DIR:-}" ]]; then
+    echo "$MTIA_BUILD_DIR/bench/streams_bench"
+    return
+  fi
+  if [[ -x "$root/build/bench/streams_bench" ]]; then
+    echo "$root/build/bench/streams_bench"
+    return
+  fi
+  local newest="" candidate
+  for candidate in "$root"/build*/bench/streams_bench; do
+    [[ -x "$candidate" ]] || continue
+    if [[ -z "$newest" || "$candidate" -nt "$newest" ]]; then newest="$candidate"; fi
+  done
+  echo "$newest"
+}
+
+bench="${1:-$(find_bench)}"
+[[ -n "$bench" ]] || die "no streams_bench found under $root/build*/bench; build it or pass its path"
+[[ -x "$bench" ]] || die "$bench is not an executable"
+idle="${2:-$(dirname "$bench")/idle_cpu}"
+[[ -x "$idle" ]] || die "$idle is not an executable"
+
+out="${MTIA_BENCH_RESULTS:-$here/results}"
+mkdir -p "$out"
+read -r -a extra <<<"${MTIA_BENCH_ARGS:-}"
+export MTIA_LOG_LEVEL="${MTIA_LOG_LEVEL:-warn}"
+
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "run_streams: $bench (load average $load_before)"
+"$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
+  "${extra[@]}" >"$out/streams.json.tmp" || die "$bench failed (partial output in $out/streams.json.tmp)"
+mv "$out/streams.json.tmp" "$out/streams.json"
+
+echo "run_streams: $idle"
+"$idle" --seconds=1 --repetitions=3 >"$out/idle_cpu.json.tmp" || die "$idle failed"
+mv "$out/idle_cpu.json.tmp" "$out/idle_cpu.json"
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git -C "$root" status --porcelain 2>/dev/null || true)" ]]; then commit="$commit (with local changes)"; fi
+
+RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')" RUN_NPROC="$(nproc)" RUN_CPU="$cpu_model" RUN_COMMIT="$commit" \
+  RUN_BENCH="$bench" RUN_LOAD="$load_before (before), $load_after (after)" \
+  python3 - "$out/streams.json" "$out/idle_cpu.json" "$out/streams.md.tmp" <<'EOF'
+import json
+import os
+import sys
+
+bench_path, idle_path, md_path = sys.argv[1:4]
+machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+
+# workload: (title, unit, target ns or None, minimum speed-up over the baseline or None)
+WORKLOADS = [
+    ("launch_noop", "empty kernel, enqueue + complete (batch of 1000, then synchronize)", 250, 5),
+    ("event_record_query_untimed", "event record + query, untimed event, idle stream", 150, None),
+    ("event_record_query_timed", "event record + query, timed event, idle stream", 300, None),
+    ("pingpong", "cross-stream ping-pong round trip (batch of 100, then synchronize)", None, None),
+    ("hostfunc_sync", "host function: enqueue + synchronize, idle stream", None, None),
+    ("hostfunc_latency_hot", "host function: enqueue until it runs, right after the last one", None, None),
+    ("hostfunc_latency_cold", "host function: enqueue until it runs, after 1 ms idle", None, None),
+]
+
+# Not workloads: they split the workloads' time into parts (streams_bench.cpp, "Diagnostics").
+DIAGNOSTICS = [
+    ("diag_enqueue_blocked", "launch enqueue alone (the stream's engine held, nothing reads the queue)"),
+    ("diag_stream_query", "stream query of an idle stream (API entry, handle lookup, status)"),
+    ("diag_event_query", "event query of a completed event"),
+]
+
+with open(bench_path) as f:
+    data = json.load(f)
+medians = {}
+spreads = {}  # coefficient of variation over the repetitions
+errors = {}
+for b in data.get("benchmarks", []):
+    # run_name is WORKLOAD/SIDE[/ARG...][/real_time|/manual_time|/iterations:N...]
+    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
+    if b.get("error_occurred"):
+        errors[name] = b.get("error_message", "error")
+    if "ns_per_op" not in b:
+        continue
+    if b.get("aggregate_name") == "median":
+        medians[name] = b["ns_per_op"]
+    elif b.get("aggregate_name") == "cv":
+        spreads[name] = b["ns_per_op"]
+
+
+def fmt_ns(name):
+    v = medians.get(name)
+    if v is None:
+        return "n/a"
+    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
+    if name in spreads:
+        text += f" (cv {100 * spreads[name]:.0f}%)"
+    return text
+
+
+rows = []
+for key, title, target_ns, speedup in WORKLOADS:
+    ours = medians.get(key + "/ours")
+    base = medians.get(key + "/baseline")
+    ratio = base / ours if ours and base else None
+    targets, verdicts = [], []
+    if target_ns is not None:
+        targets.append(f"<= {target_ns} ns")
+        verdicts.append(ours is not None and ours <= target_ns)
+    if speedup is not None:
+        targets.append(f">= {speedup}x baseline")
+        verdicts.append(ratio is not None and ratio >= speedup)
+    if targets:
+        result = "**pass**" if all(verdicts) else "**FAIL**"
+    else:
+        result = "reported"
+    for side in ("ours", "baseline"):
+        if f"{key}/{side}" in errors:
+            result = f"error ({side}): {errors[key + '/' + side]}"
+    rows.append((title, fmt_ns(key + "/ours"), fmt_ns(key + "/baseline"), f"{ratio:.1f}x" if ratio else "n/a",
+                 ", ".join(targets) or "-", result))
+
+with open(idle_path) as f:
+    idle = json.load(f)
+IDLE_TARGET = 2.0
+ours_idle = idle["ours"]["median"]
+base_idle = idle["baseline"]["median"]
+rows.append((f"idle CPU over {idle['seconds']:g} s after work (% of one core)", f"{ours_idle:.2f} %",
+             f"{base_idle:.2f} %", "-", f"< {IDLE_TARGET:g} %",
+             "**pass**" if ours_idle < IDLE_TARGET else "**FAIL**"))
+
+lines = [
+    "# Streams and events: benchmark results",
+    "",
+    "Medians of 5 repetitions (Google Benchmark, wall time; counter `ns_per_op`), generated by",
+    "`bench/run_streams.sh`; raw data in `streams.json` and `idle_cpu.json`. *ours*: the runtime",
+    "through its C ABI; *baseline*: a worker thread per stream fed through a mutex + condition variable",
+    "queue of `std::function` (`bench/baseline/cv_stream.hpp`). Ratio: baseline / ours (higher is",
+    "better for ours); cv: coefficient of variation over the repetitions. Results are reported, not",
+    "asserted.",
+    "",
+    f"- date: {machine['date']}",
+    f"- machine: {machine['nproc']} CPUs, {machine['cpu'] or 'unknown CPU'}",
+    f"- load average: {machine['load']}",
+    f"- commit: {machine['commit']}",
+    f"- binary: {machine['bench']}",
+    "",
+    "| workload | ours | baseline | baseline/ours | target | result |",
+    "|---|---:|---:|---:|---|---|",
+]
+lines += ["| " + " | ".join(r) + " |" for r in rows]
+lines += [
+    "",
+    "Diagnostics (no targets; they show where the workloads' time goes):",
+    "",
+    "| diagnostic | ours | baseline | baseline/ours |",
+    "|---|---:|---:|---:|",
+]
+for key, title in DIAGNOSTICS:
+    ours = medians.get(key + "/ours")
+    base = medians.get(key + "/baseline")
+    ratio = f"{base / ours:.1f}x" if ours and base else "n/a"
+    lines.append(f"| {title} | {fmt_ns(key + '/ours')} | {fmt_ns(key + '/baseline')} | {ratio} |")
+lines.append("")
+lines.append(f"Idle CPU samples (% of one core): ours {idle['ours']['samples']}, "
+             f"baseline {idle['baseline']['samples']}.")
+lines.append("")
+with open(md_path, "w") as f:
+    f.write("\n".join(lines))
+EOF
+mv "$out/streams.md.tmp" "$out/streams.md"
+cat "$out/streams.md"

@@ -1,0 +1,428 @@
+// Stream and event benchmarks. Every workload runs on the runtime (public C ABI
+// only) and, in the same binary, on the reference design of
+// bench/baseline/cv_stream.hpp (a worker thread per stream fed through a
+// mutex + condition variable queue of std::function).
+//
+// Names are WORKLOAD/ours and WORKLOAD/baseline. Every benchmark measures wall
+// time and reports the counter ns_per_op: nanoseconds per operation as the
+// workload defines it (one launch, one record + query pair, one round trip,
+// one host function). bench/run_streams.sh turns the JSON output into
+// bench/results/streams.md.
+//
+// A failing runtime call skips the benchmark with the call's message and makes
+// the program exit with status 1, so the smoke test notices broken benchmarks.
+#include "baseline/cv_stream.hpp"
+
+#include <benchmark/benchmark.h>
+#include <mtia/mtia.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace {
+
+using mtia::bench::baseline::CvEvent;
+using mtia::bench::baseline::CvStream;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kLaunchBatch = 1000;     // empty kernels per synchronize
+constexpr int64_t kPingPongBatch = 100;    // round trips per synchronize
+constexpr int64_t kColdIterations = 200;   // cold host-function launches per run (each sleeps first)
+constexpr auto kColdIdle = std::chrono::milliseconds(1);  // long enough for every runtime thread to sleep
+constexpr mtiaDim3 kOne = {1, 1, 1};
+
+std::atomic<bool> gFailed{false};
+
+// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess.
+bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
+  if (status == mtiaSuccess) return true;
+  gFailed.store(true);
+  const std::string message =
+      std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage();
+  std::fprintf(stderr, "streams_bench: %s\n", message.c_str());
+  state.SkipWithError(message.c_str());
+  return false;
+}
+#define OK(state, call) ok((state), (call), #call)
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+// Owners of runtime handles, so that an early return leaves nothing behind.
+struct Stream {
+  mtiaStream_t h = nullptr;
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (h != nullptr) {
+      mtiaStreamSynchronize(h);
+      mtiaStreamDestroy(h);
+    }
+  }
+};
+struct Event {
+  mtiaEvent_t h = nullptr;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (h != nullptr) mtiaEventDestroy(h);
+  }
+};
+
+// Wall time of the benchmark loop per operation: call right after the loop with the time taken right
+// before it and the operations one iteration performs.
+void reportPerOp(benchmark::State& state, Clock::time_point start, int64_t opsPerIteration) {
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+  const int64_t ops = static_cast<int64_t>(state.iterations()) * opsPerIteration;
+  state.SetItemsProcessed(ops);
+  state.counters["ns_per_op"] = ops > 0 ? ns / static_cast<double>(ops) : 0.0;
+}
+
+// Manual-time benchmarks: the per-operation time is the mean of what SetIterationTime was given.
+void reportManual(benchmark::State& state, double totalNs) {
+  const auto iterations = static_cast<int64_t>(state.iterations());
+  state.SetItemsProcessed(iterations);
+  state.counters["ns_per_op"] = iterations > 0 ? totalNs / static_cast<double>(iterations) : 0.0;
+}
+
+// ---- 1. Sustained enqueue-and-complete of empty kernels on one stream ----------------------------
+
+void launchNoopOurs(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  Stream s;
+  mtiaFunction_t noop = nullptr;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaGetBuiltinFunction(&noop, "noop"))) return;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    mtiaError_t st = mtiaSuccess;
+    for (int64_t i = 0; i < batch && st == mtiaSuccess; ++i) st = mtiaLaunchKernel(noop, kOne, kOne, nullptr, 0, s.h);
+    if (!ok(state, st, "mtiaLaunchKernel(noop)") || !OK(state, mtiaStreamSynchronize(s.h))) break;
+  }
+  reportPerOp(state, start, batch);
+}
+
+void launchNoopBaseline(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  CvStream s;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < batch; ++i) s.enqueue([] {});
+    s.synchronize();
+  }
+  reportPerOp(state, start, batch);
+}
+
+// ---- 2. Event record + query on an idle stream ---------------------------------------------------
+// One operation is one record followed by one query. ready_fraction: how often the query already
+// found the record complete.
+
+void eventRecordQueryOurs(benchmark::State& state, unsigned flags) {
+  Stream s;
+  Event e;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaEventCreateWithFlags(&e.h, flags)) ||
+      !OK(state, mtiaStreamSynchronize(s.h)))
+    return;
+  int64_t ready = 0;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    if (!OK(state, mtiaEventRecord(e.h, s.h))) break;
+    const mtiaError_t q = mtiaEventQuery(e.h);
+    if (q == mtiaSuccess) {
+      ++ready;
+    } else if (q != mtiaErrorNotReady) {
+      ok(state, q, "mtiaEventQuery");
+      break;
+    }
+  }
+  reportPerOp(state, start, 1);
+  state.counters["ready_fraction"] =
+      state.iterations() > 0 ? static_cast<double>(ready) / static_cast<double>(state.iterations()) : 0.0;
+}
+
+void eventRecordQueryBaseline(benchmark::State& state, bool timing) {
+  CvStream s;
+  CvEvent e(timing);
+  int64_t ready = 0;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    e.record(s);
+    if (e.query()) ++ready;
+  }
+  reportPerOp(state, start, 1);
+  state.counters["ready_fraction"] =
+      state.iterations() > 0 ? static_cast<double>(ready) / static_cast<double>(state.iterations()) : 0.0;
+  s.synchronize();
+}
+
+// ---- 3. Cross-stream ping-pong -------------------------------------------------------------------
+// One round trip: A records eA, B waits for eA, B records eB, A waits for eB. A batch of round trips,
+// then the host synchronizes A (which has waited for B's last record).
+
+void pingPongOurs(benchmark::State& state) {
+  const int64_t rounds = state.range(0);
+  Stream a, b;
+  Event ea, eb;
+  if (!OK(state, mtiaStreamCreate(&a.h)) || !OK(state, mtiaStreamCreate(&b.h)) ||
+      !OK(state, mtiaEventCreateWithFlags(&ea.h, mtiaEventDisableTiming)) ||
+      !OK(state, mtiaEventCreateWithFlags(&eb.h, mtiaEventDisableTiming)))
+    return;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    mtiaError_t st = mtiaSuccess;
+    for (int64_t i = 0; i < rounds && st == mtiaSuccess; ++i) {
+      st = mtiaEventRecord(ea.h, a.h);
+      if (st == mtiaSuccess) st = mtiaStreamWaitEvent(b.h, ea.h, mtiaEventWaitDefault);
+      if (st == mtiaSuccess) st = mtiaEventRecord(eb.h, b.h);
+      if (st == mtiaSuccess) st = mtiaStreamWaitEvent(a.h, eb.h, mtiaEventWaitDefault);
+    }
+    if (!ok(state, st, "ping-pong record/wait") || !OK(state, mtiaStreamSynchronize(a.h))) break;
+  }
+  reportPerOp(state, start, rounds);
+}
+
+void pingPongBaseline(benchmark::State& state) {
+  const int64_t rounds = state.range(0);
+  CvStream a, b;
+  CvEvent ea(false), eb(false);
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < rounds; ++i) {
+      ea.record(a);
+      ea.streamWait(b);
+      eb.record(b);
+      eb.streamWait(a);
+    }
+    a.synchronize();
+  }
+  reportPerOp(state, start, rounds);
+  b.synchronize();
+}
+
+// ---- 4. Host functions ---------------------------------------------------------------------------
+
+void countCall(void* counter) { static_cast<std::atomic<int64_t>*>(counter)->fetch_add(1, std::memory_order_relaxed); }
+
+void stampCall(void* stamp) { static_cast<std::atomic<int64_t>*>(stamp)->store(nowNs(), std::memory_order_release); }
+
+// 4a. Enqueue one host function on an idle stream and synchronize.
+void hostFuncSyncOurs(benchmark::State& state) {
+  Stream s;
+  std::atomic<int64_t> calls{0};
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaStreamSynchronize(s.h))) return;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    if (!OK(state, mtiaLaunchHostFunc(s.h, countCall, &calls)) || !OK(state, mtiaStreamSynchronize(s.h))) break;
+  }
+  reportPerOp(state, start, 1);
+}
+
+void hostFuncSyncBaseline(benchmark::State& state) {
+  CvStream s;
+  std::atomic<int64_t> calls{0};
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    launchHostFunc(s, countCall, &calls);
+    s.synchronize();
+  }
+  reportPerOp(state, start, 1);
+}
+
+// 4b. Latency from the enqueue on an idle stream until the host function runs (manual time): the
+// function stamps the time it ran, the host synchronizes (so that it does not compete for a CPU by
+// polling a flag itself). Hot: the next enqueue follows the previous completion at once. Cold: the
+// process sleeps kColdIdle first, so every runtime thread has gone to sleep.
+template <class Launch, class Sync>
+void hostFuncLatency(benchmark::State& state, bool cold, Launch&& launch, Sync&& sync) {
+  std::atomic<int64_t> stamp{0};
+  double totalNs = 0;
+  for (auto _ : state) {
+    if (cold) std::this_thread::sleep_for(kColdIdle);
+    stamp.store(0, std::memory_order_relaxed);
+    const int64_t t0 = nowNs();
+    if (!launch(stampCall, &stamp) || !sync()) break;
+    const double ns = static_cast<double>(stamp.load(std::memory_order_acquire) - t0);
+    totalNs += ns;
+    state.SetIterationTime(ns * 1e-9);
+  }
+  reportManual(state, totalNs);
+}
+
+void hostFuncLatencyOurs(benchmark::State& state, bool cold) {
+  Stream s;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaStreamSynchronize(s.h))) return;
+  hostFuncLatency(
+      state, cold, [&](void (*fn)(void*), void* data) { return OK(state, mtiaLaunchHostFunc(s.h, fn, data)); },
+      [&] { return OK(state, mtiaStreamSynchronize(s.h)); });
+}
+
+void hostFuncLatencyBaseline(benchmark::State& state, bool cold) {
+  CvStream s;
+  hostFuncLatency(
+      state, cold,
+      [&](void (*fn)(void*), void* data) {
+        launchHostFunc(s, fn, data);
+        return true;
+      },
+      [&] {
+        s.synchronize();
+        return true;
+      });
+}
+
+// ---- Diagnostics: where the time of the workloads above goes ----------------------------------------
+
+void gateCall(void* open) { static_cast<std::atomic<bool>*>(open)->wait(false); }
+
+// The host side of a launch alone (manual time: the enqueue loop only): the stream's engine is held in a
+// host function (a gate) until the whole batch is queued, so nothing reads the queue meanwhile.
+template <class Launch, class Gate, class Sync>
+void enqueueBlocked(benchmark::State& state, Launch&& launchBatch, Gate&& gate, Sync&& sync) {
+  std::atomic<bool> open{false};
+  double totalNs = 0;
+  for (auto _ : state) {
+    open.store(false);
+    if (!gate(&open)) break;
+    const auto t0 = Clock::now();
+    const bool launched = launchBatch();
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    open.store(true);
+    open.notify_one();
+    if (!launched || !sync()) break;
+    totalNs += ns;
+    state.SetIterationTime(ns * 1e-9);
+  }
+  const auto iterations = static_cast<int64_t>(state.iterations());
+  state.SetItemsProcessed(iterations * kLaunchBatch);
+  state.counters["ns_per_op"] = iterations > 0 ? totalNs / static_cast<double>(iterations * kLaunchBatch) : 0.0;
+}
+
+void diagEnqueueBlockedOurs(benchmark::State& state) {
+  Stream s;
+  mtiaFunction_t noop = nullptr;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaGetBuiltinFunction(&noop, "noop"))) return;
+  enqueueBlocked(
+      state,
+      [&] {
+        mtiaError_t st = mtiaSuccess;
+        for (int64_t i = 0; i < kLaunchBatch && st == mtiaSuccess; ++i)
+          st = mtiaLaunchKernel(noop, kOne, kOne, nullptr, 0, s.h);
+        return ok(state, st, "mtiaLaunchKernel(noop)");
+      },
+      [&](std::atomic<bool>* open) { return OK(state, mtiaLaunchHostFunc(s.h, gateCall, open)); },
+      [&] { return OK(state, mtiaStreamSynchronize(s.h)); });
+}
+
+void diagEnqueueBlockedBaseline(benchmark::State& state) {
+  CvStream s;
+  enqueueBlocked(
+      state,
+      [&] {
+        for (int64_t i = 0; i < kLaunchBatch; ++i) s.enqueue([] {});
+        return true;
+      },
+      [&](std::atomic<bool>* open) {
+        launchHostFunc(s, gateCall, open);
+        return true;
+      },
+      [&] {
+        s.synchronize();
+        return true;
+      });
+}
+
+// The cost of one call that only looks: the API entry, the handle lookup, the device's fault status and
+// the driver's completion counter.
+void diagStreamQueryOurs(benchmark::State& state) {
+  Stream s;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaStreamSynchronize(s.h))) return;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    if (!OK(state, mtiaStreamQuery(s.h))) break;
+  }
+  reportPerOp(state, start, 1);
+}
+
+void diagStreamQueryBaseline(benchmark::State& state) {
+  CvStream s;
+  const auto start = Clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(s.query());
+  reportPerOp(state, start, 1);
+}
+
+void diagEventQueryOurs(benchmark::State& state) {
+  Stream s;
+  Event e;
+  if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaEventCreateWithFlags(&e.h, mtiaEventDisableTiming)) ||
+      !OK(state, mtiaEventRecord(e.h, s.h)) || !OK(state, mtiaEventSynchronize(e.h)))
+    return;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    if (!OK(state, mtiaEventQuery(e.h))) break;
+  }
+  reportPerOp(state, start, 1);
+}
+
+void diagEventQueryBaseline(benchmark::State& state) {
+  CvStream s;
+  CvEvent e(false);
+  e.record(s);
+  e.synchronize();
+  const auto start = Clock::now();
+  for (auto _ : state) benchmark::DoNotOptimize(e.query());
+  reportPerOp(state, start, 1);
+}
+
+void registerAll() {
+  using benchmark::RegisterBenchmark;
+  RegisterBenchmark("launch_noop/ours", launchNoopOurs)->Arg(kLaunchBatch)->UseRealTime();
+  RegisterBenchmark("launch_noop/baseline", launchNoopBaseline)->Arg(kLaunchBatch)->UseRealTime();
+
+  RegisterBenchmark("event_record_query_untimed/ours", eventRecordQueryOurs, mtiaEventDisableTiming)->UseRealTime();
+  RegisterBenchmark("event_record_query_untimed/baseline", eventRecordQueryBaseline, false)->UseRealTime();
+  RegisterBenchmark("event_record_query_timed/ours", eventRecordQueryOurs, mtiaEventDefault)->UseRealTime();
+  RegisterBenchmark("event_record_query_timed/baseline", eventRecordQueryBaseline, true)->UseRealTime();
+
+  RegisterBenchmark("pingpong/ours", pingPongOurs)->Arg(kPingPongBatch)->UseRealTime();
+  RegisterBenchmark("pingpong/baseline", pingPongBaseline)->Arg(kPingPongBatch)->UseRealTime();
+
+  RegisterBenchmark("hostfunc_sync/ours", hostFuncSyncOurs)->UseRealTime();
+  RegisterBenchmark("hostfunc_sync/baseline", hostFuncSyncBaseline)->UseRealTime();
+  RegisterBenchmark("hostfunc_latency_hot/ours", hostFuncLatencyOurs, false)->UseManualTime();
+  RegisterBenchmark("hostfunc_latency_hot/baseline", hostFuncLatencyBaseline, false)->UseManualTime();
+  RegisterBenchmark("hostfunc_latency_cold/ours", hostFuncLatencyOurs, true)
+      ->UseManualTime()
+      ->Iterations(kColdIterations);
+  RegisterBenchmark("hostfunc_latency_cold/baseline", hostFuncLatencyBaseline, true)
+      ->UseManualTime()
+      ->Iterations(kColdIterations);
+
+  RegisterBenchmark("diag_enqueue_blocked/ours", diagEnqueueBlockedOurs)->UseManualTime();
+  RegisterBenchmark("diag_enqueue_blocked/baseline", diagEnqueueBlockedBaseline)->UseManualTime();
+  RegisterBenchmark("diag_stream_query/ours", diagStreamQueryOurs)->UseRealTime();
+  RegisterBenchmark("diag_stream_query/baseline", diagStreamQueryBaseline)->UseRealTime();
+  RegisterBenchmark("diag_event_query/ours", diagEventQueryOurs)->UseRealTime();
+  RegisterBenchmark("diag_event_query/baseline", diagEventQueryBaseline)->UseRealTime();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  // Initialise the runtime before anything is timed.
+  if (mtiaError_t st = mtiaInit(mtiaInitDefault); st != mtiaSuccess) {
+    std::fprintf(stderr, "streams_bench: mtiaInit failed: %s: %s\n", mtiaGetErrorName(st), mtiaGetLastErrorMessage());
+    return 1;
+  }
+  registerAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return gFailed.load() ? 1 : 0;
+}
