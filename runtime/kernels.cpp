@@ -107,6 +107,13 @@ std::shared_ptr<Function> Kernels::function(mtiaFunction_t fn, const char* argNa
   return f;
 }
 
+HandleTable<Function>::Ref Kernels::borrowFunction(mtiaFunction_t fn, const char* argName) const {
+  if (fn == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
+  HandleTable<Function>::Ref f = functions_.borrow(fromHandle(fn));
+  if (!f) fail(mtiaErrorInvalidHandle, "{} {} is not a live function (stale, unloaded or foreign)", argName, fmt::ptr(fn));
+  return f;
+}
+
 void Kernels::launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,
                      size_t sharedMem, streams::Stream& stream) const {
   checkDims("grid", grid, limits.maxGridSize);

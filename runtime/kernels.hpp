@@ -55,6 +55,8 @@ class Kernels {
   mtiaFunction_t builtinFunction(const char* name);
   // Throws InvalidHandle naming argName.
   std::shared_ptr<Function> function(mtiaFunction_t fn, const char* argName = "fn") const;
+  // function() for the launch path: no reference count update; one per thread at a time (HandleTable::Ref).
+  HandleTable<Function>::Ref borrowFunction(mtiaFunction_t fn, const char* argName = "fn") const;
 
   // Validates the launch against the device's limits and queues it on stream.
   void launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,

@@ -102,6 +102,11 @@ std::shared_ptr<streams::Stream> Runtime::stream(mtiaStream_t handle, const char
   return streams_->current(currentDevice(), argName);
 }
 
+StreamRegistry::StreamRef Runtime::borrowStream(mtiaStream_t handle, const char* argName) {
+  if (handle != nullptr) return streams_->borrow(handle, argName);
+  return streams_->borrowCurrent(currentDevice(), argName);
+}
+
 void Runtime::drain() noexcept {
   if (driver_->ops().isDriverThread() != 0) return;  // exit() from a host function: it would wait on itself
   if (getpid() != initPid_) return;  // a forked child has no engines to finish the parent's work

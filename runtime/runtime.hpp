@@ -36,6 +36,8 @@ class Runtime {
 
   // Streams: NULL is the current thread's current stream on the current device.
   std::shared_ptr<streams::Stream> stream(mtiaStream_t handle, const char* argName = "stream");
+  // stream() for the hot paths: no reference count update; one per thread at a time (HandleTable::Ref).
+  StreamRegistry::StreamRef borrowStream(mtiaStream_t handle, const char* argName = "stream");
   std::shared_ptr<streams::Stream> defaultStream(Device& dev) { return streams_->defaultStream(dev); }
   StreamRegistry& streams() noexcept { return *streams_; }
   // Waits for the work of every started device (process exit); skipped on driver threads.

@@ -65,18 +65,20 @@ void StreamRegistry::destroy(mtiaStream_t handle, const char* argName) {
   // queue is released with the last reference and keeps running what was queued.
 }
 
-std::shared_ptr<streams::Stream> StreamRegistry::defaultStream(Device& dev) {
-  std::shared_ptr<streams::Stream> s = dev.defaultStreamShared();
+void StreamRegistry::registerDefault(Device& dev) {
   std::atomic<uint64_t>& h = defaults_[static_cast<size_t>(dev.ordinal())];
-  if (h.load(std::memory_order_acquire) == 0) {
-    std::lock_guard lock(defaultMu_);
-    if (h.load(std::memory_order_relaxed) == 0) h.store(fromHandle(add(s)), std::memory_order_release);
-  }
-  return s;
+  if (h.load(std::memory_order_acquire) != 0) return;
+  std::lock_guard lock(defaultMu_);
+  if (h.load(std::memory_order_relaxed) == 0) h.store(fromHandle(add(dev.defaultStreamShared())), std::memory_order_release);
+}
+
+std::shared_ptr<streams::Stream> StreamRegistry::defaultStream(Device& dev) {
+  registerDefault(dev);
+  return dev.defaultStreamShared();
 }
 
 mtiaStream_t StreamRegistry::defaultHandle(Device& dev) {
-  defaultStream(dev);
+  registerDefault(dev);
   return toHandle<mtiaStream_t>(defaults_[static_cast<size_t>(dev.ordinal())].load(std::memory_order_acquire));
 }
 
@@ -106,6 +108,23 @@ std::shared_ptr<streams::Stream> StreamRegistry::current(Device& dev, const char
   return defaultStream(dev);
 }
 
+StreamRegistry::StreamRef StreamRegistry::borrow(mtiaStream_t handle, const char* argName) const {
+  StreamRef s = streams_.borrow(fromHandle(handle));
+  if (!s) fail(mtiaErrorInvalidHandle, "{} {} is not a live stream (stale, destroyed or foreign)", argName, fmt::ptr(handle));
+  return s;
+}
+
+StreamRegistry::StreamRef StreamRegistry::borrowCurrent(Device& dev, const char* argName) {
+  const auto i = static_cast<size_t>(dev.ordinal());
+  if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) {
+    if (StreamRef s = streams_.borrow(tCurrentStreams[i])) return s;
+    fail(mtiaErrorInvalidHandle, "{} is NULL, and the current stream of device {} has been destroyed", argName,
+         dev.ordinal());
+  }
+  registerDefault(dev);
+  return StreamRef(&dev.defaultStream());  // the device keeps its default stream for good
+}
+
 mtiaStream_t StreamRegistry::fromId(int64_t id) const {
   std::lock_guard lock(idMu_);
   auto it = ids_.find(id);
@@ -121,6 +140,13 @@ mtiaEvent_t StreamRegistry::createEvent(const driver::Driver& driver, Device& de
 void StreamRegistry::destroyEvent(mtiaEvent_t handle) {
   if (!events_.remove(fromHandle(handle)))
     fail(mtiaErrorInvalidHandle, "event {} is not a live event (stale, destroyed or foreign)", fmt::ptr(handle));
+}
+
+StreamRegistry::EventRef StreamRegistry::borrowEvent(mtiaEvent_t handle, const char* argName) const {
+  if (handle == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
+  EventRef e = events_.borrow(fromHandle(handle));
+  if (!e) fail(mtiaErrorInvalidHandle, "{} {} is not a live event (stale, destroyed or foreign)", argName, fmt::ptr(handle));
+  return e;
 }
 
 std::shared_ptr<streams::Event> StreamRegistry::event(mtiaEvent_t handle, const char* argName) const {

@@ -19,6 +19,10 @@ namespace mtia {
 
 class StreamRegistry {
  public:
+  // A stream or event for the duration of one ABI call, without reference counting (HandleTable::Ref).
+  using StreamRef = HandleTable<streams::Stream>::Ref;
+  using EventRef = HandleTable<streams::Event>::Ref;
+
   explicit StreamRegistry(size_t devices);
 
   // Creates a stream on dev; priority is clamped into the device's range. Thread-safe, non-blocking.
@@ -30,6 +34,9 @@ class StreamRegistry {
   std::shared_ptr<streams::Stream> get(mtiaStream_t handle, const char* argName = "stream") const;
   // The calling thread's current stream on dev. Throws InvalidHandle when it has been destroyed.
   std::shared_ptr<streams::Stream> current(Device& dev, const char* argName = "stream");
+  // get() and current() for the hot paths: one StreamRef per thread at a time.
+  StreamRef borrow(mtiaStream_t handle, const char* argName = "stream") const;
+  StreamRef borrowCurrent(Device& dev, const char* argName = "stream");
   // The stream with that id. Throws InvalidHandle.
   mtiaStream_t fromId(int64_t id) const;
 
@@ -46,9 +53,13 @@ class StreamRegistry {
   void destroyEvent(mtiaEvent_t handle);
   // Throws InvalidHandle naming argName (NULL included).
   std::shared_ptr<streams::Event> event(mtiaEvent_t handle, const char* argName = "event") const;
+  // event() for the hot paths: one EventRef per thread at a time.
+  EventRef borrowEvent(mtiaEvent_t handle, const char* argName = "event") const;
 
  private:
   mtiaStream_t add(std::shared_ptr<streams::Stream> stream);
+  // Gives dev's default stream its handle, creating the stream (starting the device) on first use.
+  void registerDefault(Device& dev);
 
   HandleTable<streams::Stream> streams_{kTagStream};
   HandleTable<streams::Event> events_{kTagEvent};

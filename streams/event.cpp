@@ -21,11 +21,11 @@ void Event::checkDevice() const {
     driver_.raise(s, fmt::format("device {} has a sticky fault", device_).c_str(), driver_.message());
 }
 
-void Event::record(const std::shared_ptr<Stream>& stream) {
-  if (stream->device() != device_)
-    fail(mtiaErrorInvalidHandle, "stream belongs to device {} but the event to device {}", stream->device(), device_);
-  stream->checkDevice();
-  uint64_t seq = stream->lastSubmitted();
+void Event::record(Stream& stream) {
+  if (stream.device() != device_)
+    fail(mtiaErrorInvalidHandle, "stream belongs to device {} but the event to device {}", stream.device(), device_);
+  stream.checkDevice();
+  uint64_t seq = stream.lastSubmitted();
   uint64_t* stamp = nullptr;
   if (timing()) {
     TimestampSlots& slots = TimestampSlots::instance();
@@ -34,27 +34,39 @@ void Event::record(const std::shared_ptr<Stream>& stream) {
       uint64_t now = 0;
       // An idle stream's snapshot is complete already: stamp it here instead of queueing a command.
       // The host clock is the device's (clockNow), so later device stamps on the stream are not earlier.
-      if (stream->completed(seq) && driver_.ops().clockNow(&now) == mtiaSuccess) {
+      if (stream.completed(seq) && driver_.ops().clockNow(&now) == mtiaSuccess) {
         *stamp = now;
       } else {
         mtiaDrvCommand cmd{};
         cmd.type = mtiaDrvCmdTimestamp;
         cmd.u.timestamp.out = stamp;
-        seq = stream->submit(cmd);
+        seq = stream.submit(cmd);
       }
     } catch (...) {
       slots.release(stamp, nullptr, 0);
       throw;
     }
   }
-  std::shared_ptr<Stream> oldStream = stream;
-  uint64_t oldSeq = seq;
-  uint64_t* oldStamp = stamp;
-  {
-    std::lock_guard lock(mu_);
-    std::swap(oldStream, stream_);
-    std::swap(oldSeq, seq_);
-    std::swap(oldStamp, stamp_);
+  // Re-recording on the stream of the last record (the common case) swaps no reference.
+  std::shared_ptr<Stream> newStream;
+  std::shared_ptr<Stream> oldStream;  // released after the lock
+  uint64_t oldSeq = 0;
+  uint64_t* oldStamp = nullptr;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stream_.get() == &stream || newStream) {
+        if (newStream) {
+          oldStream = std::move(stream_);
+          stream_ = std::move(newStream);
+        }
+        oldSeq = std::exchange(seq_, seq);
+        oldStamp = std::exchange(stamp_, stamp);
+        if (oldStamp != nullptr && !oldStream) oldStream = stream_;  // the same stream: slots need a reference
+        break;
+      }
+    }
+    newStream = stream.shared_from_this();
   }
   if (oldStamp != nullptr) TimestampSlots::instance().release(oldStamp, std::move(oldStream), oldSeq);
 }
@@ -66,8 +78,9 @@ Event::Snapshot Event::snapshot() const {
 
 bool Event::query() const {
   checkDevice();
-  const Snapshot s = snapshot();
-  return !s.stream || s.stream->completed(s.seq);
+  // Under the lock, so that a concurrent re-record cannot drop the last reference to the stream.
+  std::lock_guard lock(mu_);
+  return !stream_ || stream_->completed(seq_);
 }
 
 void Event::synchronize() const {

@@ -31,7 +31,7 @@ class Event {
 
   // Snapshots the work queued on stream so far. Thread-safe, non-blocking. Throws InvalidHandle when
   // stream belongs to another device, the sticky fault of the device.
-  void record(const std::shared_ptr<Stream>& stream);
+  void record(Stream& stream);
   // True when the latest record completed or there is none. Thread-safe, non-blocking. Throws the
   // device's sticky fault.
   bool query() const;

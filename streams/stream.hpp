@@ -12,10 +12,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace mtia::streams {
 
-class Stream {
+class Stream : public std::enable_shared_from_this<Stream> {
  public:
   // device: the runtime's ordinal; driverDevice: the driver's. priority must already be clamped.
   // Throws Error when the driver cannot create a queue.

@@ -41,19 +41,19 @@ MTIA_API mtiaError_t mtiaEventCreateWithFlags(mtiaEvent_t* event, unsigned int f
 MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream) {
   return apiCall("mtiaEventRecord", [&] {
     Runtime& rt = Runtime::instance();
-    std::shared_ptr<mtia::streams::Event> e = rt.streams().event(event);
-    e->record(rt.stream(stream));
+    auto e = rt.streams().borrowEvent(event);
+    e->record(*rt.borrowStream(stream));
   });
 }
 
 MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event) {
   return apiCall("mtiaEventQuery", [&] {
-    return Runtime::instance().streams().event(event)->query() ? mtiaSuccess : mtiaErrorNotReady;
+    return Runtime::instance().streams().borrowEvent(event)->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
 
 MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event) {
-  return apiCall("mtiaEventSynchronize", [&] { Runtime::instance().streams().event(event)->synchronize(); });
+  return apiCall("mtiaEventSynchronize", [&] { Runtime::instance().streams().borrowEvent(event)->synchronize(); });
 }
 
 MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end) {

@@ -44,8 +44,8 @@ MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3
                                       mtiaStream_t stream) {
   return apiCall("mtiaLaunchKernel", [&] {
     Runtime& rt = Runtime::instance();
-    std::shared_ptr<mtia::Function> f = rt.kernels().function(fn);
-    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    auto f = rt.kernels().borrowFunction(fn);
+    auto s = rt.borrowStream(stream);
     mtia::Device& dev = rt.device(s->device());
     dev.checkHealthy();
     rt.kernels().launch(*f, dev.info(), grid, block, args, sharedMem, *s);

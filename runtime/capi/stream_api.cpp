@@ -50,12 +50,12 @@ MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream) {
 
 MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream) {
   return apiCall("mtiaStreamQuery", [&] {
-    return Runtime::instance().stream(stream)->query() ? mtiaSuccess : mtiaErrorNotReady;
+    return Runtime::instance().borrowStream(stream)->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
 
 MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream) {
-  return apiCall("mtiaStreamSynchronize", [&] { Runtime::instance().stream(stream)->synchronize(); });
+  return apiCall("mtiaStreamSynchronize", [&] { Runtime::instance().borrowStream(stream)->synchronize(); });
 }
 
 MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event, unsigned int flags) {
@@ -64,8 +64,8 @@ MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event,
       fail(mtiaErrorInvalidValue, "flags 0x{:x} has unknown bits (mtiaEventWaitDefault or mtiaEventWaitExternal)",
            flags);
     Runtime& rt = Runtime::instance();
-    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
-    rt.streams().event(event)->enqueueWait(*s);
+    auto s = rt.borrowStream(stream);
+    rt.streams().borrowEvent(event)->enqueueWait(*s);
   });
 }
 

@@ -40,29 +40,39 @@ class HandleTable {
     return encode(index, s.generation);
   }
 
+  // A looked-up object held without touching its reference count: borrowed from the calling thread's
+  // lookup cache, which keeps it alive until this thread's next lookup in a table of the same type, or
+  // owning a reference when the cache cannot be used (the thread is exiting).
+  class Ref {
+   public:
+    Ref() = default;
+    explicit Ref(T* borrowed) noexcept : ptr_(borrowed) {}
+    explicit Ref(Ptr owned) noexcept : ptr_(owned.get()), owned_(std::move(owned)) {}
+    T* get() const noexcept { return ptr_; }
+    T* operator->() const noexcept { return ptr_; }
+    T& operator*() const noexcept { return *ptr_; }
+    explicit operator bool() const noexcept { return ptr_ != nullptr; }
+
+   private:
+    T* ptr_ = nullptr;
+    Ptr owned_;
+  };
+
   // The object behind handle, or null when the handle is not live. Thread-safe.
-  // A thread that looks up the same handle again (a stream it launches on, a kernel it launches) is
-  // answered from its own one-entry cache, without the lock, while no handle of the table was removed
-  // since; the cached reference only delays the destruction of an object removed meanwhile.
   Ptr lookup(uint64_t handle) const {
-    thread_local Cache cache;
-    if (cache.alive && cache.table == id_ && cache.handle == handle && cache.epoch == removals_.load(std::memory_order_acquire))
-      return cache.obj;
-    Ptr obj;
-    uint64_t epoch = 0;
-    {
-      std::lock_guard lock(mu_);
-      const Slot* s = slot(handle);
-      if (s == nullptr) return nullptr;
-      obj = s->obj;
-      epoch = removals_.load(std::memory_order_relaxed);
-    }
-    if (!cache.alive) return obj;  // the thread is exiting: do not cache
-    cache.table = id_;
-    cache.handle = handle;
-    cache.epoch = epoch;
-    cache.obj = obj;
-    return obj;
+    Ptr uncached;
+    const Ptr* found = find(handle, uncached);
+    return found != nullptr ? *found : nullptr;
+  }
+
+  // Like lookup(), without a reference count update on the common path; see Ref for how long the
+  // object stays alive. One borrowed Ref per table type at a time. Thread-safe.
+  Ref borrow(uint64_t handle) const {
+    Ptr uncached;
+    const Ptr* found = find(handle, uncached);
+    if (found == nullptr) return Ref();
+    if (found == &uncached) return Ref(std::move(uncached));
+    return Ref(found->get());
   }
 
   // Removes handle and returns its object (null when not live). Thread-safe.
@@ -99,6 +109,37 @@ class HandleTable {
     uint64_t epoch = 0;
     Ptr obj;
   };
+  static Cache& threadCache() {
+    thread_local Cache cache;
+    return cache;
+  }
+  // A thread that looks up the same handle again (a stream it launches on, a kernel it launches) is
+  // answered from its own one-entry cache, without the lock, while no handle of the table was removed
+  // since; the cached reference only delays the destruction of an object removed meanwhile. Returns the
+  // cache's reference, or &uncached when the cache is unusable, or null when handle is not live.
+  const Ptr* find(uint64_t handle, Ptr& uncached) const {
+    Cache& cache = threadCache();
+    if (cache.alive && cache.table == id_ && cache.handle == handle && cache.epoch == removals_.load(std::memory_order_acquire))
+      return &cache.obj;
+    Ptr obj;
+    uint64_t epoch = 0;
+    {
+      std::lock_guard lock(mu_);
+      const Slot* s = slot(handle);
+      if (s == nullptr) return nullptr;
+      obj = s->obj;
+      epoch = removals_.load(std::memory_order_relaxed);
+    }
+    if (!cache.alive) {  // the thread is exiting: do not cache
+      uncached = std::move(obj);
+      return &uncached;
+    }
+    cache.table = id_;
+    cache.handle = handle;
+    cache.epoch = epoch;
+    cache.obj = std::move(obj);
+    return &cache.obj;
+  }
   static uint64_t nextTableId() {
     static std::atomic<uint64_t> next{1};
     return next.fetch_add(1, std::memory_order_relaxed);

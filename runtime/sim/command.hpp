@@ -29,8 +29,7 @@ class ArgumentCopy {
   void pointers(const Kernel& kernel, void** out);
   // Frees what a large launch allocated.
   void clear() noexcept {
-    heap_.reset();
-    bytes_ = 0;
+    if (heap_) heap_.reset();
   }
 
  private:
@@ -51,10 +50,12 @@ struct Command {
   std::shared_ptr<Queue> waitTarget;
   ArgumentCopy args;
 
-  // Drops what keeps other objects alive or owns memory; the rest is overwritten by the next use.
+  // Drops what keeps other objects alive or owns memory; the rest is overwritten by the next use. Writes
+  // only what holds something, so the engine leaves the slots of plain launches unmodified in its cache
+  // and the submitter reusing them does not have to fetch them back.
   void release() noexcept {
-    module.reset();
-    waitTarget.reset();
+    if (module) module.reset();
+    if (waitTarget) waitTarget.reset();
     args.clear();
   }
 };

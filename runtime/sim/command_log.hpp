@@ -4,6 +4,11 @@
 // and the engine running them never wait for each other. Commands live in
 // linked segments; the engine keeps the last retired segment as a spare for
 // the submitters, so a queue in steady use allocates nothing.
+//
+// Each slot carries its own publication number, which the engine polls, so
+// the engine never reads the submitters' counter on its hot path: the only
+// cache lines the two sides share are the slots themselves. Submitter and
+// engine fields sit on cache lines of their own.
 #pragma once
 
 #include "command.hpp"
@@ -25,10 +30,12 @@ class CommandLog {
   // seq) and makes it visible to the engine. Returns that number. Throws std::bad_alloc (nothing stored).
   uint64_t append(Command&& command);
   // Commands appended so far. Any thread.
-  uint64_t published() const { return published_.load(std::memory_order_seq_cst); }
+  uint64_t published() const { return published_.load(std::memory_order_acquire); }
 
   // Engine side (the queue's owner): the oldest command not yet retired, or nullptr when there is none.
   Command* front();
+  // Engine side: whether a command beyond those retired is published. Looks at the next slot only.
+  bool hasWork() const;
   // Engine side: drops the front command's references and moves past it.
   void retire();
   // Engine side: commands retired so far.
@@ -37,20 +44,26 @@ class CommandLog {
   static constexpr size_t kSegment = 128;
 
  private:
+  struct Slot {
+    std::atomic<uint64_t> seq{0};  // the command's number once published (numbers only grow)
+    Command command;
+  };
   struct Segment {
-    Command slots[kSegment];
+    Slot slots[kSegment];
     std::atomic<Segment*> next{nullptr};
   };
+  // The slot after the last retired one, or nullptr when its segment is not linked yet.
+  const Slot* nextSlot() const;
 
   // Submitter side.
-  Segment* tail_;
+  alignas(64) Segment* tail_;
   size_t tailIndex_ = 0;
-  alignas(64) std::atomic<uint64_t> published_{0};
+  std::atomic<uint64_t> published_{0};
   // Engine side.
   alignas(64) Segment* head_;
   size_t headIndex_ = 0;
   uint64_t retired_ = 0;
-  std::atomic<Segment*> spare_{nullptr};  // handed from the engine to the submitters
+  alignas(64) std::atomic<Segment*> spare_{nullptr};  // handed from the engine to the submitters
 };
 
 }  // namespace mtia::sim

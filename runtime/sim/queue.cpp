@@ -1,5 +1,6 @@
 #include "queue.hpp"
 
+#include "asymmetric_fence.hpp"
 #include "clock.hpp"
 #include "cpu_relax.hpp"
 #include "device.hpp"
@@ -27,8 +28,10 @@ uint64_t Queue::submit(Command&& command) {
     seq = log_.append(std::move(command));
   }
   // Only the idle -> scheduled transition touches the device-wide scheduler. The plain load first keeps
-  // the common case (an engine owns the queue already) free of a read-modify-write.
-  if (!scheduled_.load(std::memory_order_seq_cst) && !scheduled_.exchange(true, std::memory_order_seq_cst))
+  // the common case (an engine owns the queue already) free of a read-modify-write. Publishing, then
+  // looking at the flag, pairs with release(): clearing the flag, then looking at what was published.
+  lightFence();
+  if (!scheduled_.load(std::memory_order_relaxed) && !scheduled_.exchange(true, std::memory_order_seq_cst))
     device_.scheduler().makeReady(shared_from_this());
   return seq;
 }
@@ -47,8 +50,12 @@ Queue::Next Queue::next(Command*& out) {
 }
 
 bool Queue::release() {
+  // The engine's own position is read while it still owns the queue: once the flag is clear, a
+  // submitter may hand the queue to another engine, which moves it on.
+  const uint64_t retired = log_.retired();
   scheduled_.store(false, std::memory_order_seq_cst);
-  if (!hasWork()) return true;
+  heavyFence();
+  if (log_.published() == retired) return true;
   // Work arrived after all. Whoever sets the flag first owns the queue: this engine, or a submitter
   // that saw it clear and has queued it with the scheduler already.
   return scheduled_.exchange(true, std::memory_order_seq_cst);

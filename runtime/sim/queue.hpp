@@ -50,7 +50,7 @@ class Queue : public std::enable_shared_from_this<Queue> {
   // Engine side: the command next() gave out has run; drop it.
   void retire() { log_.retire(); }
   // Engine side: whether commands were published beyond those retired.
-  bool hasWork() const { return log_.published() != log_.retired(); }
+  bool hasWork() const { return log_.hasWork(); }
   // Engine side, after Empty: unschedules the queue. True when the engine must drop it (idle now, or
   // a submitter already handed it to the scheduler again); false when work arrived meanwhile and the
   // engine still owns it.
@@ -72,12 +72,13 @@ class Queue : public std::enable_shared_from_this<Queue> {
   const uint32_t number_;
   const uint64_t slowNs_;
 
-  SpinLock submitMu_;  // serialises submitters (the engine never takes it)
+  // Submitters' lock on a line of its own: the engine reads the fields above on every command.
+  alignas(64) SpinLock submitMu_;  // serialises submitters (the engine never takes it)
   CommandLog log_;
   // Set by the submitter that finds the queue idle (it then hands it to the scheduler); cleared by the
   // engine that finds it empty. Together with the log's published count this is a Dekker handshake:
-  // each side writes its own variable, then reads the other's, all sequentially consistent.
-  std::atomic<bool> scheduled_{false};
+  // each side writes its own variable, then reads the other's, with a fence between (asymmetric_fence.hpp).
+  alignas(64) std::atomic<bool> scheduled_{false};
 
   // Completion side, on its own cache line: engines write it, submitters mostly do not read it.
   alignas(64) std::atomic<uint64_t> completed_{0};

@@ -53,7 +53,8 @@ TEST(SimCommandLog, RetireDropsReferences) {
   CommandLog log;
   auto owner = std::make_shared<int>(0);  // stands in for a loaded module: only the count matters
   Command c;
-  c.module = std::shared_ptr<mtia::sim::Module>(owner, nullptr);
+  // Aliased to a non-null address that is never dereferenced (release() skips empty references).
+  c.module = std::shared_ptr<mtia::sim::Module>(owner, reinterpret_cast<mtia::sim::Module*>(owner.get()));
   log.append(std::move(c));
   EXPECT_EQ(owner.use_count(), 2);
   ASSERT_NE(log.front(), nullptr);
