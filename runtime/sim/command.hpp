@@ -1,13 +1,19 @@
 // A submitted command as the engines see it: the caller's command plus what
-// submit had to take with it (argument values, references that keep a module
-// or a wait target alive until the command completed).
+// submit had to take with it (argument values, a reference that keeps a
+// module or a wait target alive until the command completed).
+//
+// Laid out for the command log's 128-byte slots: the caller's command fills
+// the slot's first cache line (with the slot's publication number); argument
+// values and the reference fill the second, which only commands that have
+// them touch. A launch without arguments, a copy, a fill, a timestamp or a
+// host function therefore moves one cache line from submitter to engine.
 #pragma once
 
 #include "kernels.hpp"
 
 #include <mtia/mtia_driver.h>
 
-#include <cstddef>
+#include <cstddef>  // offsetof
 #include <cstdint>
 #include <memory>
 
@@ -15,49 +21,61 @@ namespace mtia::sim {
 
 class Queue;
 
-// Copies of a launch's argument values. Small launches (all built-ins) stay inline, so submitting
-// them allocates nothing.
+// Copies of a launch's argument values: inline up to kInlineBytes (all built-ins), else on the heap with
+// the pointer kept inline. Trivially copyable; the owner frees a heap copy with release().
 class ArgumentCopy {
  public:
-  ArgumentCopy() = default;
-  ArgumentCopy(ArgumentCopy&& other) noexcept;
-  ArgumentCopy& operator=(ArgumentCopy&& other) noexcept;
+  static constexpr size_t kInlineBytes = 48;
 
-  // Packs each args[i] (sizes from kernel) at the kernel's offsets.
+  // Packs each args[i] (sizes from kernel) at the kernel's offsets. Throws std::bad_alloc (nothing kept).
   void assign(const Kernel& kernel, void* const* args);
   // Pointers to each copied argument, as the kernel receives them.
   void pointers(const Kernel& kernel, void** out);
-  // Frees what a large launch allocated.
-  void clear() noexcept {
-    if (heap_) heap_.reset();
-  }
+  // Frees the heap copy of a large launch (the kernel tells which).
+  void release(const Kernel& kernel) noexcept;
 
  private:
-  static constexpr size_t kInlineBytes = 64;
-  unsigned char* data() { return heap_ ? heap_.get() : inline_; }
+  static bool onHeap(const Kernel& kernel) { return kernel.argBytes > kInlineBytes; }
+  unsigned char* data(const Kernel& kernel);
 
-  alignas(16) unsigned char inline_[kInlineBytes];
-  std::unique_ptr<unsigned char[]> heap_;
-  uint32_t bytes_ = 0;
+  alignas(16) unsigned char bytes_[kInlineBytes];
 };
 
-struct Command {
+// Bits of Command::cmd.reserved, which the caller leaves 0 and submit fills.
+inline constexpr uint32_t kCommandInjectFault = 1;  // MTIA_SIM_FAULTS picked this launch
+inline constexpr uint32_t kCommandArgs = 2;         // args holds argument values
+inline constexpr uint32_t kCommandHolds = 4;        // holds keeps something alive
+
+struct alignas(64) Command {
+  // The command's number. In the log's slots it is also the publication mark that the engine polls
+  // (accessed there through std::atomic_ref); numbers only grow.
   uint64_t seq = 0;
-  mtiaDrvCommand cmd{};  // u.kernel.args is not used after submit: see args
-  const Kernel* kernel = nullptr;
-  bool injectFault = false;        // MTIA_SIM_FAULTS picked this launch
-  std::shared_ptr<Module> module;  // keeps a module kernel's code loaded until the command completed
-  std::shared_ptr<Queue> waitTarget;
+  mtiaDrvCommand cmd{};          // u.kernel.args is not used after submit: see args
+  std::shared_ptr<void> holds;   // a module kernel's module, or a wait's target queue
   ArgumentCopy args;
 
-  // Drops what keeps other objects alive or owns memory; the rest is overwritten by the next use. Writes
-  // only what holds something, so the engine leaves the slots of plain launches unmodified in its cache
-  // and the submitter reusing them does not have to fetch them back.
-  void release() noexcept {
-    if (module) module.reset();
-    if (waitTarget) waitTarget.reset();
-    args.clear();
-  }
+  uint32_t flags() const { return cmd.reserved; }
+  const Kernel& kernel() const { return *reinterpret_cast<const Kernel*>(cmd.u.kernel.kernel); }
+  Queue& waitTarget() const { return *reinterpret_cast<Queue*>(cmd.u.wait.queue); }
+
+  // Moves what other carries into this (a free slot): the first cache line always, the second only
+  // when other has arguments or a reference. other is left owning nothing.
+  void takeFrom(Command& other) noexcept;
+  // Drops the reference and frees a heap argument copy; writes to the command only when it held one of
+  // them, so the engine leaves plain slots unmodified in its cache and the submitter reusing them does
+  // not have to fetch them back.
+  void release() noexcept;
+};
+
+static_assert(sizeof(Command) == 128 && offsetof(Command, holds) == 64, "two cache lines, the second optional");
+
+// A command being prepared on the submitter's stack: released unless it was taken into the log.
+struct PendingCommand {
+  Command command;
+  PendingCommand() = default;
+  PendingCommand(const PendingCommand&) = delete;
+  PendingCommand& operator=(const PendingCommand&) = delete;
+  ~PendingCommand() { command.release(); }
 };
 
 }  // namespace mtia::sim

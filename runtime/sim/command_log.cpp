@@ -1,12 +1,18 @@
 #include "command_log.hpp"
 
-#include <utility>
-
 namespace mtia::sim {
+namespace {
+
+uint64_t loadMark(const Command& slot) {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(slot.seq)).load(std::memory_order_acquire);
+}
+
+}  // namespace
 
 CommandLog::CommandLog() : tail_(new Segment), head_(tail_) {}
 
 CommandLog::~CommandLog() {
+  while (front() != nullptr) retire();
   for (Segment* s = head_; s != nullptr;) {
     Segment* next = s->next.load(std::memory_order_relaxed);
     delete s;
@@ -15,7 +21,7 @@ CommandLog::~CommandLog() {
   delete spare_.load(std::memory_order_relaxed);
 }
 
-uint64_t CommandLog::append(Command&& command) {
+uint64_t CommandLog::append(Command& command) {
   if (tailIndex_ == kSegment) {
     Segment* fresh = spare_.exchange(nullptr, std::memory_order_acquire);
     if (fresh == nullptr) fresh = new Segment;  // may throw: nothing changed yet
@@ -27,16 +33,15 @@ uint64_t CommandLog::append(Command&& command) {
     tailIndex_ = 0;
   }
   const uint64_t seq = published_.load(std::memory_order_relaxed) + 1;
-  command.seq = seq;
-  Slot& slot = tail_->slots[tailIndex_++];
-  slot.command = std::move(command);
-  slot.seq.store(seq, std::memory_order_release);
+  Command& slot = tail_->slots[tailIndex_++];
+  slot.takeFrom(command);
+  std::atomic_ref<uint64_t>(slot.seq).store(seq, std::memory_order_release);
   // The queue's idle handshake orders this store before its look at the scheduled flag (a fence).
   published_.store(seq, std::memory_order_release);
   return seq;
 }
 
-const CommandLog::Slot* CommandLog::nextSlot() const {
+const Command* CommandLog::nextSlot() const {
   if (headIndex_ < kSegment) return &head_->slots[headIndex_];
   // Published past this segment only once the submitter linked the next one.
   const Segment* next = head_->next.load(std::memory_order_acquire);
@@ -44,8 +49,8 @@ const CommandLog::Slot* CommandLog::nextSlot() const {
 }
 
 bool CommandLog::hasWork() const {
-  const Slot* slot = nextSlot();
-  return slot != nullptr && slot->seq.load(std::memory_order_acquire) == retired_ + 1;
+  const Command* slot = nextSlot();
+  return slot != nullptr && loadMark(*slot) == retired_ + 1;
 }
 
 Command* CommandLog::front() {
@@ -56,11 +61,11 @@ Command* CommandLog::front() {
     headIndex_ = 0;
     delete spare_.exchange(done, std::memory_order_acq_rel);
   }
-  return &head_->slots[headIndex_].command;
+  return &head_->slots[headIndex_];
 }
 
 void CommandLog::retire() {
-  head_->slots[headIndex_].command.release();
+  head_->slots[headIndex_].release();
   ++headIndex_;
   ++retired_;
 }

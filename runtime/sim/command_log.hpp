@@ -5,9 +5,10 @@
 // linked segments; the engine keeps the last retired segment as a spare for
 // the submitters, so a queue in steady use allocates nothing.
 //
-// Each slot carries its own publication number, which the engine polls, so
-// the engine never reads the submitters' counter on its hot path: the only
-// cache lines the two sides share are the slots themselves. Submitter and
+// Each slot carries its own publication number (Command::seq), which the
+// engine polls, so the engine never reads the submitters' counter on its hot
+// path: the only cache lines the two sides share are the slots themselves
+// (see command.hpp for how little of a slot a command touches). Submitter and
 // engine fields sit on cache lines of their own.
 #pragma once
 
@@ -22,13 +23,15 @@ namespace mtia::sim {
 class CommandLog {
  public:
   CommandLog();
+  // Releases what commands never retired still hold.
   ~CommandLog();
   CommandLog(const CommandLog&) = delete;
   CommandLog& operator=(const CommandLog&) = delete;
 
-  // Submitter side, serialised by the caller: stores command as number published() + 1 (setting its
-  // seq) and makes it visible to the engine. Returns that number. Throws std::bad_alloc (nothing stored).
-  uint64_t append(Command&& command);
+  // Submitter side, serialised by the caller: takes command over (Command::takeFrom) as number
+  // published() + 1, sets its seq and makes it visible to the engine. Returns that number. Throws
+  // std::bad_alloc (command untouched, nothing stored).
+  uint64_t append(Command& command);
   // Commands appended so far. Any thread.
   uint64_t published() const { return published_.load(std::memory_order_acquire); }
 
@@ -44,16 +47,12 @@ class CommandLog {
   static constexpr size_t kSegment = 128;
 
  private:
-  struct Slot {
-    std::atomic<uint64_t> seq{0};  // the command's number once published (numbers only grow)
-    Command command;
-  };
   struct Segment {
-    Slot slots[kSegment];
+    Command slots[kSegment];
     std::atomic<Segment*> next{nullptr};
   };
   // The slot after the last retired one, or nullptr when its segment is not linked yet.
-  const Slot* nextSlot() const;
+  const Command* nextSlot() const;
 
   // Submitter side.
   alignas(64) Segment* tail_;

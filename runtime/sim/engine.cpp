@@ -57,15 +57,15 @@ unsigned char* sharedMemory() {
 }
 
 void runKernel(Device& device, const Queue& queue, Command& command) {
-  const Kernel& kernel = *command.kernel;
+  const Kernel& kernel = command.kernel();
   const auto& k = command.cmd.u.kernel;
-  if (command.injectFault) {
+  if ((command.flags() & kCommandInjectFault) != 0) {
     device.recordFault(
         fmt::format("kernel '{}' on queue {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, queue.number()));
     return;
   }
   void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
-  command.args.pointers(kernel, argv);
+  if (kernel.numArgs > 0) command.args.pointers(kernel, argv);
   Launch launch;
   launch.device = &device;
   mtiaKernelContext ctx{};

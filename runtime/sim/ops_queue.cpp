@@ -20,7 +20,8 @@ mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& 
       return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a kernel of a loaded module",
                    static_cast<const void*>(kernel));
     }
-    command.module = it->second;
+    command.holds = it->second;
+    command.cmd.reserved |= kCommandHolds;
   }
   if (!validDim(k.grid) || !validDim(k.block)) {
     return failf(mtiaErrorInvalidValue,
@@ -54,9 +55,11 @@ mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& 
       }
     }
   }
-  command.kernel = kernel;
-  command.args.assign(*kernel, k.args);
-  command.injectFault = machine.faults().nextLaunchFaults(kernel->name);
+  if (kernel->numArgs > 0) {
+    command.args.assign(*kernel, k.args);
+    command.cmd.reserved |= kCommandArgs;
+  }
+  if (machine.faults().nextLaunchFaults(kernel->name)) command.cmd.reserved |= kCommandInjectFault;
   return mtiaSuccess;
 }
 
@@ -73,6 +76,7 @@ int32_t commandType(const mtiaDrvCommand& cmd) {
 // Fills command from cmd. Called with handles.mu held shared.
 mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
   std::memcpy(&command.cmd, &cmd, sizeof(cmd));
+  command.cmd.reserved = 0;  // the driver's own flags from here on
   const int32_t type = commandType(cmd);
   switch (type) {
     case mtiaDrvCmdKernel: return prepareKernel(machine, cmd, command);
@@ -112,7 +116,8 @@ mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command&
         return failf(mtiaErrorInvalidValue, "queueSubmit: wait for command {} of a queue that has only {} submitted",
                      cmd.u.wait.value, submitted);
       }
-      command.waitTarget = it->second;
+      command.holds = it->second;
+      command.cmd.reserved |= kCommandHolds;
       return mtiaSuccess;
     }
     case mtiaDrvCmdTimestamp:
@@ -212,9 +217,9 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
     Handles& handles = machine->handles();
     auto submitTo = [&](Queue& q) {
       if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
-      Command command;
-      if (mtiaError_t err = prepareCommand(*machine, *cmd, command); err != mtiaSuccess) return err;
-      *seq = q.submit(std::move(command));
+      PendingCommand pending;
+      if (mtiaError_t err = prepareCommand(*machine, *cmd, pending.command); err != mtiaSuccess) return err;
+      *seq = q.submit(pending.command);
       return mtiaSuccess;
     };
     // The common case (the thread's last queue, a command that names no other handle) needs no lock.

@@ -21,11 +21,11 @@ constexpr uint64_t kWaitYieldNs = 200'000;
 Queue::Queue(Device& device, int32_t priority, uint32_t number, uint64_t slowNs)
     : device_(device), priority_(priority), number_(number), slowNs_(slowNs) {}
 
-uint64_t Queue::submit(Command&& command) {
+uint64_t Queue::submit(Command& command) {
   uint64_t seq = 0;
   {
     std::lock_guard lock(submitMu_);
-    seq = log_.append(std::move(command));
+    seq = log_.append(command);
   }
   // Only the idle -> scheduled transition touches the device-wide scheduler. The plain load first keeps
   // the common case (an engine owns the queue already) free of a read-modify-write. Publishing, then
@@ -42,7 +42,7 @@ Queue::Next Queue::next(Command*& out) {
   // A faulted device drains its queues without waiting, so nothing waits on work that will never run.
   if (head->cmd.type == mtiaDrvCmdWait && !device_.faulted()) {
     const uint64_t value = head->cmd.u.wait.value;
-    Queue& target = *head->waitTarget;
+    Queue& target = head->waitTarget();
     if (target.completed() < value && target.addWaiter(shared_from_this(), value)) return Next::Blocked;
   }
   out = head;

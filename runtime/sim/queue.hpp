@@ -38,8 +38,9 @@ class Queue : public std::enable_shared_from_this<Queue> {
   uint64_t submitted() const { return log_.published(); }
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
 
-  // Appends command and returns its number. Hands the queue to the scheduler when it was idle.
-  uint64_t submit(Command&& command);
+  // Takes command over (Command::takeFrom) and returns its number. Hands the queue to the scheduler when
+  // it was idle. Throws std::bad_alloc (command untouched).
+  uint64_t submit(Command& command);
 
   enum class Next { Run, Empty, Blocked };
   // Engine side (the owner). Run: *out is the next command; it stays in the queue until retire().

@@ -12,10 +12,11 @@ using mtia::sim::CommandLog;
 
 namespace {
 
-Command tagged(uint64_t tag) {
+// A command whose fill size survives the trip through the log; seq is the log's to set.
+uint64_t appendTagged(CommandLog& log, uint64_t tag) {
   Command c;
-  c.cmd.u.fill.size = tag;  // survives the move into the log; seq is the log's to set
-  return c;
+  c.cmd.u.fill.size = tag;
+  return log.append(c);
 }
 
 }  // namespace
@@ -28,7 +29,7 @@ TEST(SimCommandLog, FifoAcrossSegmentsWithSpareReuse) {
   for (int round = 0; round < 8; ++round) {
     for (size_t i = 0; i < CommandLog::kSegment + 37; ++i) {
       ++appended;
-      EXPECT_EQ(log.append(tagged(appended * 10)), appended);
+      EXPECT_EQ(appendTagged(log, appended * 10), appended);
     }
     EXPECT_EQ(log.published(), appended);
     for (size_t i = 0; i < CommandLog::kSegment - 5; ++i) {
@@ -53,9 +54,10 @@ TEST(SimCommandLog, RetireDropsReferences) {
   CommandLog log;
   auto owner = std::make_shared<int>(0);  // stands in for a loaded module: only the count matters
   Command c;
-  // Aliased to a non-null address that is never dereferenced (release() skips empty references).
-  c.module = std::shared_ptr<mtia::sim::Module>(owner, reinterpret_cast<mtia::sim::Module*>(owner.get()));
-  log.append(std::move(c));
+  c.holds = owner;
+  c.cmd.reserved = mtia::sim::kCommandHolds;
+  log.append(c);
+  EXPECT_FALSE(c.holds);  // taken over by the log
   EXPECT_EQ(owner.use_count(), 2);
   ASSERT_NE(log.front(), nullptr);
   log.retire();
@@ -66,7 +68,7 @@ TEST(SimCommandLog, OneSubmitterOneEngineConcurrently) {
   CommandLog log;
   constexpr uint64_t kCount = 200'000;
   std::thread producer([&] {
-    for (uint64_t i = 1; i <= kCount; ++i) log.append(tagged(i));
+    for (uint64_t i = 1; i <= kCount; ++i) appendTagged(log, i);
   });
   uint64_t seen = 0;
   while (seen < kCount) {
@@ -102,8 +104,10 @@ TEST(SimCommandLog, ArgumentCopiesSurviveTheLog) {
   void* args[] = {&a, big, &c};
   CommandLog log;
   Command cmd;
-  cmd.args.assign(kernel, args);
-  log.append(std::move(cmd));
+  cmd.cmd.u.kernel.kernel = reinterpret_cast<mtiaDrvKernel>(&kernel);
+  cmd.args.assign(kernel, args);  // 128 bytes: on the heap, freed when the command retires
+  cmd.cmd.reserved = mtia::sim::kCommandArgs;
+  log.append(cmd);
   Command* out = log.front();
   ASSERT_NE(out, nullptr);
   void* pointers[3];
@@ -111,6 +115,7 @@ TEST(SimCommandLog, ArgumentCopiesSurviveTheLog) {
   EXPECT_EQ(*static_cast<unsigned char*>(pointers[0]), 7);
   EXPECT_EQ(std::memcmp(pointers[1], big, 100), 0);
   EXPECT_EQ(*static_cast<uint64_t*>(pointers[2]), c);
+  log.retire();  // frees the heap copy (ASan would report a leak otherwise)
   // Descriptors the driver refuses.
   mtia::sim::Kernel bad;
   desc.sizes[1] = 0;
