@@ -2,6 +2,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/device.hpp"
 
 namespace mtia {
 namespace {
@@ -114,8 +115,11 @@ HandleTable<Function>::Ref Kernels::borrowFunction(mtiaFunction_t fn, const char
   return f;
 }
 
-void Kernels::launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,
-                     size_t sharedMem, streams::Stream& stream) const {
+namespace {
+
+// What the driver checks too, in the ABI's terms: throws InvalidValue naming the argument at fault.
+void validateLaunch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,
+                    size_t sharedMem) {
   checkDims("grid", grid, limits.maxGridSize);
   checkDims("block", block, limits.maxThreadsDim);
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
@@ -130,6 +134,12 @@ void Kernels::launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDi
     for (uint32_t i = 0; i < fn.numArgs; ++i)
       if (args[i] == nullptr) fail(mtiaErrorInvalidValue, "args[{}] is NULL (kernel '{}')", i, fn.name);
   }
+}
+
+}  // namespace
+
+void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaDim3 block, void** args,
+                     size_t sharedMem, streams::Stream& stream) const {
   mtiaDrvCommand cmd{};
   cmd.type = mtiaDrvCmdKernel;
   cmd.u.kernel.kernel = fn.kernel;
@@ -137,7 +147,14 @@ void Kernels::launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDi
   cmd.u.kernel.block = block;
   cmd.u.kernel.sharedMem = sharedMem;
   cmd.u.kernel.args = args;
-  stream.submit(cmd);
+  try {
+    stream.submit(cmd);
+  } catch (const Error& e) {
+    // Off the common path: say what was refused in the terms of the ABI call.
+    if (e.code() == mtiaErrorInvalidValue) validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
+    if (e.code() == mtiaErrorLaunchFailure) dev.checkHealthy();
+    throw;
+  }
 }
 
 }  // namespace mtia

@@ -18,6 +18,8 @@
 
 namespace mtia {
 
+class Device;
+
 struct Module;
 
 struct Function {
@@ -58,8 +60,9 @@ class Kernels {
   // function() for the launch path: no reference count update; one per thread at a time (HandleTable::Ref).
   HandleTable<Function>::Ref borrowFunction(mtiaFunction_t fn, const char* argName = "fn") const;
 
-  // Validates the launch against the device's limits and queues it on stream.
-  void launch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim3 grid, mtiaDim3 block, void** args,
+  // Queues the launch on stream, a stream of dev. The driver validates it; when it refuses, the error
+  // names the ABI argument at fault (checked against dev's limits only then, off the common path).
+  void launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaDim3 block, void** args,
               size_t sharedMem, streams::Stream& stream) const;
 
  private:

@@ -17,7 +17,8 @@ Stream::Stream(const driver::Driver& driver, int device, int32_t driverDevice, i
       priority_(priority),
       flags_(flags),
       isDefault_(isDefault),
-      id_(gNextStreamId.fetch_add(1, std::memory_order_relaxed)) {
+      id_(gNextStreamId.fetch_add(1, std::memory_order_relaxed)),
+      driverCounts_(driver.countsQueues()) {
   driver_.check(driver_.ops().queueCreate(driverDevice, priority, 0, &queue_), "creating a device queue");
 }
 
@@ -26,11 +27,26 @@ Stream::~Stream() { driver_.ops().queueDestroy(queue_); }
 uint64_t Stream::submit(const mtiaDrvCommand& cmd) {
   uint64_t seq = 0;
   driver_.check(driver_.ops().queueSubmit(queue_, &cmd, &seq), "queueing work");
+  if (driverCounts_) return seq;
   // Submissions from several threads may finish out of order; keep the max.
   uint64_t prev = lastSubmitted_.load(std::memory_order_relaxed);
   while (prev < seq && !lastSubmitted_.compare_exchange_weak(prev, seq, std::memory_order_acq_rel)) {
   }
   return seq;
+}
+
+uint64_t Stream::lastSubmitted() const {
+  if (!driverCounts_) return lastSubmitted_.load(std::memory_order_acquire);
+  uint64_t submitted = 0, done = 0;
+  driver_.check(driver_.ops().queueGetCounts(queue_, &submitted, &done), "querying a device queue");
+  return submitted;
+}
+
+bool Stream::idle() const {
+  if (!driverCounts_) return completed(lastSubmitted());
+  uint64_t submitted = 0, done = 0;
+  driver_.check(driver_.ops().queueGetCounts(queue_, &submitted, &done), "querying a device queue");
+  return done >= submitted;
 }
 
 bool Stream::completed(uint64_t seq) const {

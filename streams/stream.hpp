@@ -39,12 +39,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Queues cmd; returns its command number. Thread-safe, non-blocking.
   // Throws Error (sticky device fault, malformed command).
   uint64_t submit(const mtiaDrvCommand& cmd);
-  // Number of the last command submitted so far (0: none).
-  uint64_t lastSubmitted() const noexcept { return lastSubmitted_.load(std::memory_order_acquire); }
+  // Number of the last command submitted so far (0: none). Thread-safe, non-blocking. Throws Error when
+  // the driver cannot say.
+  uint64_t lastSubmitted() const;
   // Whether command seq has completed. Thread-safe, non-blocking.
   bool completed(uint64_t seq) const;
   // Whether everything submitted before the call has completed. Does not look at device faults.
-  bool idle() const { return completed(lastSubmitted()); }
+  bool idle() const;
   // Like idle(), but throws the device's sticky fault first (mtiaStreamQuery).
   bool query() const;
   // Blocks until command seq completed; throws the device's sticky fault.
@@ -67,6 +68,9 @@ class Stream : public std::enable_shared_from_this<Stream> {
   const bool isDefault_;
   const int64_t id_;
   mtiaDrvQueue queue_ = nullptr;
+  // Drivers that report their queues' counts (queueGetCounts) are asked; for others the stream counts
+  // submissions itself, which costs every submission a read-modify-write of a shared counter.
+  const bool driverCounts_;
   std::atomic<uint64_t> lastSubmitted_{0};
 };
 

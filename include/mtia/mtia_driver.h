@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 0u
+#define MTIA_DRIVER_API_VERSION_MINOR 1u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -182,6 +182,12 @@ typedef struct mtiaDriverOps {
   /* 1 when the calling thread is one of the driver's execution threads (running a kernel or host
    * function), else 0. The runtime refuses to be re-entered from such threads. Must be cheap. */
   int32_t (*isDriverThread)(void);
+
+  /* ---- optional, since 1.1 ---- */
+  /* The numbers of the last command submitted to the queue so far and of the last completed one, read
+   * together. Never blocks. Must be cheap: with it the runtime keeps no submission count of its own,
+   * so concurrent submitters share no counter above the driver. */
+  mtiaError_t (*queueGetCounts)(mtiaDrvQueue queue, uint64_t* submitted, uint64_t* completed);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

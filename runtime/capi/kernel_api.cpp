@@ -46,9 +46,7 @@ MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3
     Runtime& rt = Runtime::instance();
     auto f = rt.kernels().borrowFunction(fn);
     auto s = rt.borrowStream(stream);
-    mtia::Device& dev = rt.device(s->device());
-    dev.checkHealthy();
-    rt.kernels().launch(*f, dev.info(), grid, block, args, sharedMem, *s);
+    rt.kernels().launch(*f, rt.device(s->device()), grid, block, args, sharedMem, *s);
   });
 }
 

@@ -18,6 +18,8 @@ class Driver {
   const mtiaDriverOps& ops() const noexcept { return ops_; }
   const char* name() const noexcept { return name_; }
   const std::string& source() const noexcept { return source_; }
+  // Whether the driver reports its queues' submission counts (ops().queueGetCounts is set).
+  bool countsQueues() const noexcept { return ops_.queueGetCounts != nullptr; }
 
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.

@@ -102,6 +102,8 @@ void validateOps(mtiaDriverOps& ops, const std::string& source) {
   if (!ops.kernelGetInfo) ops.kernelGetInfo = noKernelGetInfo;
   if (!ops.deviceSetPeerAccess) ops.deviceSetPeerAccess = noPeerAccess;
   if (!ops.isDriverThread) ops.isDriverThread = noDriverThreads;
+  // queueGetCounts stays NULL when absent: the runtime then counts submissions itself
+  // (Driver::countsQueues).
 }
 
 std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const BuiltinDriver> builtins,

@@ -24,7 +24,8 @@ std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const Buil
                                    const std::string& libraryDir);
 
 // Validates the table a driver filled and fills its missing optional entries
-// with "not supported". Exposed for tests. Throws Error(InitializationError).
+// with "not supported" (queueGetCounts excepted: it stays NULL). Exposed for
+// tests. Throws Error(InitializationError).
 void validateOps(mtiaDriverOps& ops, const std::string& source);
 
 }  // namespace mtia::driver

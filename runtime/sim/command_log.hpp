@@ -45,6 +45,7 @@ class CommandLog {
   uint64_t retired() const { return retired_; }
 
   static constexpr size_t kSegment = 128;
+  static constexpr size_t kPrefetchAhead = 4;  // slots the submitter claims ahead of the one it writes
 
  private:
   struct Segment {

@@ -51,7 +51,7 @@ const Kernel* findBuiltinKernel(std::string_view name) {
 }
 
 bool isBuiltinKernel(const void* kernel) {
-  const std::span<const Kernel> all = builtinKernels();
+  static const std::span<const Kernel> all = builtinKernels();  // one guard check instead of a call
   // Compare as integers: relational operators on unrelated pointers are unspecified.
   const auto p = reinterpret_cast<uintptr_t>(kernel);
   const auto begin = reinterpret_cast<uintptr_t>(all.data());

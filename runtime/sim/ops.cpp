@@ -39,6 +39,7 @@ constexpr mtiaDriverOps kOps = {
     .kernelGetInfo = ops::kernelGetInfo,
     .deviceSetPeerAccess = ops::deviceSetPeerAccess,
     .isDriverThread = ops::isDriverThread,
+    .queueGetCounts = ops::queueGetCounts,
 };
 
 }  // namespace

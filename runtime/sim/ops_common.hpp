@@ -86,6 +86,7 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue);
 mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq);
 mtiaError_t queueQuery(mtiaDrvQueue queue, uint64_t* completed);
 mtiaError_t queueWait(mtiaDrvQueue queue, uint64_t seq, uint32_t flags);
+mtiaError_t queueGetCounts(mtiaDrvQueue queue, uint64_t* submitted, uint64_t* completed);
 
 mtiaError_t moduleLoad(const char* path, mtiaDrvModule* module);
 mtiaError_t moduleUnload(mtiaDrvModule module);

@@ -236,25 +236,44 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
   });
 }
 
+// Runs read(queue) on a live queue, through the thread's query cache. Errors: mtiaErrorInvalidHandle.
+template <class Read>
+mtiaError_t readQueue(const char* entry, mtiaDrvQueue queue, Read&& read) {
+  Machine* machine = nullptr;
+  if (mtiaError_t err = machineFor(entry, machine); err != mtiaSuccess) return err;
+  Handles& handles = machine->handles();
+  if (Queue* q = tQueryCache.find(handles, queue)) {
+    read(*q);
+    return mtiaSuccess;
+  }
+  std::shared_lock lock(handles.mu);
+  auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
+  if (it == handles.queues.end()) {
+    return failf(mtiaErrorInvalidHandle, "{}: {} is not a live queue", entry, static_cast<void*>(queue));
+  }
+  tQueryCache.remember(handles, queue, it->second);
+  read(*it->second);
+  return mtiaSuccess;
+}
+
 // Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle, mtiaErrorInvalidValue (completed NULL).
 mtiaError_t queueQuery(mtiaDrvQueue queue, uint64_t* completed) {
   return guarded("queueQuery", [&] {
-    Machine* machine = nullptr;
-    if (mtiaError_t err = machineFor("queueQuery", machine); err != mtiaSuccess) return err;
     if (completed == nullptr) return nullArgument("queueQuery", "completed");
-    Handles& handles = machine->handles();
-    if (Queue* q = tQueryCache.find(handles, queue)) {
-      *completed = q->completed();
-      return mtiaSuccess;
-    }
-    std::shared_lock lock(handles.mu);
-    auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
-    if (it == handles.queues.end()) {
-      return failf(mtiaErrorInvalidHandle, "queueQuery: {} is not a live queue", static_cast<void*>(queue));
-    }
-    tQueryCache.remember(handles, queue, it->second);
-    *completed = it->second->completed();
-    return mtiaSuccess;
+    return readQueue("queueQuery", queue, [&](const Queue& q) { *completed = q.completed(); });
+  });
+}
+
+// Thread-safe, never blocks. The submitted count is read first: a command counted there may have
+// completed by the time completed is read, never the other way round. Errors: mtiaErrorInvalidHandle,
+// mtiaErrorInvalidValue (submitted or completed NULL).
+mtiaError_t queueGetCounts(mtiaDrvQueue queue, uint64_t* submitted, uint64_t* completed) {
+  return guarded("queueGetCounts", [&] {
+    if (submitted == nullptr || completed == nullptr) return nullArgument("queueGetCounts", "submitted and completed");
+    return readQueue("queueGetCounts", queue, [&](const Queue& q) {
+      *submitted = q.submitted();
+      *completed = q.completed();
+    });
   });
 }
 

@@ -27,7 +27,7 @@ constexpr int kBatch = 64;
 // An engine whose queue ran empty watches it this long for more before giving it up (unless other
 // queues are ready): a stream fed in a steady trickle then stays with its engine.
 constexpr uint64_t kLingerNs = 3'000;
-constexpr int kLingerPauses = 4;
+constexpr int kLingerPauses = 8;
 
 thread_local const Queue* tCurrentQueue = nullptr;
 thread_local bool tEngineThread = false;
