@@ -23,7 +23,8 @@ struct Handles {
   std::unordered_map<const Queue*, std::shared_ptr<Queue>> queues;
   // Bumped (under mu, exclusively) whenever a queue handle is destroyed: a thread's cached lookup of a
   // queue stays valid while this has not changed (see ops_queue.cpp).
-  std::atomic<uint64_t> queueEpoch{1};
+  // Read by every submission: a line of its own, away from the lock's state.
+  alignas(64) std::atomic<uint64_t> queueEpoch{1};
   std::unordered_map<const Module*, std::shared_ptr<Module>> modules;
   std::unordered_map<const Kernel*, std::shared_ptr<Module>> kernels;  // module kernels -> their module
 
