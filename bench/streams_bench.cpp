@@ -280,10 +280,14 @@ void hostFuncLatencyBaseline(benchmark::State& state, bool cold) {
 
 void gateCall(void* open) { static_cast<std::atomic<bool>*>(open)->wait(false); }
 
-// The host side of a launch alone (manual time: the enqueue loop only): the stream's engine is held in a
-// host function (a gate) until the whole batch is queued, so nothing reads the queue meanwhile.
+// The two halves of a launch, apart (manual time): the stream's engine is held in a host function (a
+// gate) until the whole batch is queued, so nothing reads the queue meanwhile. Phase::Enqueue times the
+// enqueue loop (the host side alone); Phase::Drain times from opening the gate until synchronize returns
+// (the device side alone: running the queued batch, plus one wake-up of the synchronizing thread).
+enum class Phase { Enqueue, Drain };
+
 template <class Launch, class Gate, class Sync>
-void enqueueBlocked(benchmark::State& state, Launch&& launchBatch, Gate&& gate, Sync&& sync) {
+void launchHalf(benchmark::State& state, Phase phase, Launch&& launchBatch, Gate&& gate, Sync&& sync) {
   std::atomic<bool> open{false};
   double totalNs = 0;
   for (auto _ : state) {
@@ -291,10 +295,13 @@ void enqueueBlocked(benchmark::State& state, Launch&& launchBatch, Gate&& gate, 
     if (!gate(&open)) break;
     const auto t0 = Clock::now();
     const bool launched = launchBatch();
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
     open.store(true);
     open.notify_one();
     if (!launched || !sync()) break;
+    const auto t2 = Clock::now();
+    const double ns = phase == Phase::Enqueue ? std::chrono::duration<double, std::nano>(t1 - t0).count()
+                                              : std::chrono::duration<double, std::nano>(t2 - t1).count();
     totalNs += ns;
     state.SetIterationTime(ns * 1e-9);
   }
@@ -303,12 +310,12 @@ void enqueueBlocked(benchmark::State& state, Launch&& launchBatch, Gate&& gate, 
   state.counters["ns_per_op"] = iterations > 0 ? totalNs / static_cast<double>(iterations * kLaunchBatch) : 0.0;
 }
 
-void diagEnqueueBlockedOurs(benchmark::State& state) {
+void diagLaunchHalfOurs(benchmark::State& state, Phase phase) {
   Stream s;
   mtiaFunction_t noop = nullptr;
   if (!OK(state, mtiaStreamCreate(&s.h)) || !OK(state, mtiaGetBuiltinFunction(&noop, "noop"))) return;
-  enqueueBlocked(
-      state,
+  launchHalf(
+      state, phase,
       [&] {
         mtiaError_t st = mtiaSuccess;
         for (int64_t i = 0; i < kLaunchBatch && st == mtiaSuccess; ++i)
@@ -319,10 +326,10 @@ void diagEnqueueBlockedOurs(benchmark::State& state) {
       [&] { return OK(state, mtiaStreamSynchronize(s.h)); });
 }
 
-void diagEnqueueBlockedBaseline(benchmark::State& state) {
+void diagLaunchHalfBaseline(benchmark::State& state, Phase phase) {
   CvStream s;
-  enqueueBlocked(
-      state,
+  launchHalf(
+      state, phase,
       [&] {
         for (int64_t i = 0; i < kLaunchBatch; ++i) s.enqueue([] {});
         return true;
@@ -403,8 +410,10 @@ void registerAll() {
       ->UseManualTime()
       ->Iterations(kColdIterations);
 
-  RegisterBenchmark("diag_enqueue_blocked/ours", diagEnqueueBlockedOurs)->UseManualTime();
-  RegisterBenchmark("diag_enqueue_blocked/baseline", diagEnqueueBlockedBaseline)->UseManualTime();
+  RegisterBenchmark("diag_enqueue_blocked/ours", diagLaunchHalfOurs, Phase::Enqueue)->UseManualTime();
+  RegisterBenchmark("diag_enqueue_blocked/baseline", diagLaunchHalfBaseline, Phase::Enqueue)->UseManualTime();
+  RegisterBenchmark("diag_drain/ours", diagLaunchHalfOurs, Phase::Drain)->UseManualTime();
+  RegisterBenchmark("diag_drain/baseline", diagLaunchHalfBaseline, Phase::Drain)->UseManualTime();
   RegisterBenchmark("diag_stream_query/ours", diagStreamQueryOurs)->UseRealTime();
   RegisterBenchmark("diag_stream_query/baseline", diagStreamQueryBaseline)->UseRealTime();
   RegisterBenchmark("diag_event_query/ours", diagEventQueryOurs)->UseRealTime();

@@ -45,7 +45,7 @@ class CommandLog {
   uint64_t retired() const { return retired_; }
 
   static constexpr size_t kSegment = 128;
-  static constexpr size_t kPrefetchAhead = 4;  // slots the submitter claims ahead of the one it writes
+  static constexpr size_t kPrefetchAhead = 4;  // slots either side fetches ahead of the one it works on
 
  private:
   struct Segment {
@@ -63,6 +63,7 @@ class CommandLog {
   alignas(64) Segment* head_;
   size_t headIndex_ = 0;
   uint64_t retired_ = 0;
+  uint64_t knownPublished_ = 0;  // a recent reading of published_
   alignas(64) std::atomic<Segment*> spare_{nullptr};  // handed from the engine to the submitters
 };
 

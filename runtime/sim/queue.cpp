@@ -1,8 +1,7 @@
 #include "queue.hpp"
 
 #include "asymmetric_fence.hpp"
-#include "clock.hpp"
-#include "cpu_relax.hpp"
+#include "backoff.hpp"
 #include "device.hpp"
 #include "scheduler.hpp"
 
@@ -15,6 +14,8 @@ namespace {
 // short device work completes without a futex round trip, long work costs no CPU.
 constexpr uint64_t kWaitPollNs = 20'000;
 constexpr uint64_t kWaitYieldNs = 200'000;
+constexpr uint64_t kWaitFirstGapNs = 25;
+constexpr uint64_t kWaitMaxGapNs = 500;
 
 }  // namespace
 
@@ -105,15 +106,14 @@ void Queue::wakeWatchers(uint64_t seq) {
 void Queue::waitFor(uint64_t seq, bool spin) {
   if (completed() >= seq) return;
   if (spin) {
-    const uint64_t start = monotonicNs();
-    uint64_t now = start;
-    while (now - start < kWaitPollNs + kWaitYieldNs) {
-      for (int i = 0; i < 64; ++i) {
-        if (completed() >= seq) return;
-        cpuRelax();
-      }
-      now = monotonicNs();
-      if (now - start >= kWaitPollNs) sched_yield();
+    // The engine writes the completion counter after every command: polling it at growing gaps keeps
+    // the waiter from slowing down an engine that runs a long stretch of short commands.
+    Backoff backoff(kWaitFirstGapNs, kWaitMaxGapNs);
+    for (;;) {
+      if (completed() >= seq) return;
+      const uint64_t waited = backoff.pause() - backoff.start();
+      if (waited >= kWaitPollNs + kWaitYieldNs) break;
+      if (waited >= kWaitPollNs) sched_yield();
     }
   }
   watchers_.fetch_add(1, std::memory_order_seq_cst);

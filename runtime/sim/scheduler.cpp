@@ -1,5 +1,6 @@
 #include "scheduler.hpp"
 
+#include "backoff.hpp"
 #include "clock.hpp"
 #include "cpu_relax.hpp"
 #include "device.hpp"
@@ -27,7 +28,8 @@ constexpr int kBatch = 64;
 // An engine whose queue ran empty watches it this long for more before giving it up (unless other
 // queues are ready): a stream fed in a steady trickle then stays with its engine.
 constexpr uint64_t kLingerNs = 3'000;
-constexpr int kLingerPauses = 8;
+constexpr uint64_t kLingerFirstGapNs = 32;
+constexpr uint64_t kLingerMaxGapNs = 256;
 
 thread_local const Queue* tCurrentQueue = nullptr;
 thread_local bool tEngineThread = false;
@@ -153,17 +155,14 @@ bool Scheduler::shouldYield(int level, int batch) const {
 }
 
 bool Scheduler::linger(const Queue& queue) const {
-  const uint64_t start = monotonicNs();
-  do {
-    for (int i = 0; i < 8; ++i) {
-      if (queue.hasWork()) return true;
-      if (readyMask_.load(std::memory_order_relaxed) != 0) return false;  // others need the engine
-      // Looking less often lets a submitter write several commands before this engine pulls the slot
-      // it is writing into its cache: each look costs the submitter a cache miss.
-      for (int k = 0; k < kLingerPauses; ++k) cpuRelax();
-    }
-  } while (monotonicNs() - start < kLingerNs);
-  return false;
+  // Each look at the queue's next slot pulls the line a submitter is about to write; growing gaps let it
+  // write several commands undisturbed.
+  Backoff backoff(kLingerFirstGapNs, kLingerMaxGapNs);
+  for (;;) {
+    if (queue.hasWork()) return true;
+    if (readyMask_.load(std::memory_order_relaxed) != 0) return false;  // others need the engine
+    if (backoff.pause() - backoff.start() >= kLingerNs) return false;
+  }
 }
 
 void Scheduler::run(std::shared_ptr<Queue> queue) {
