@@ -78,6 +78,7 @@ machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "c
 # workload: (title, unit, target ns or None, minimum speed-up over the baseline or None)
 WORKLOADS = [
     ("launch_noop", "empty kernel, enqueue + complete (batch of 1000, then synchronize)", 250, 5),
+    ("launch_sync_noop", "empty kernel, enqueue + synchronize, one at a time", None, None),
     ("event_record_query_untimed", "event record + query, untimed event, idle stream", 150, None),
     ("event_record_query_timed", "event record + query, timed event, idle stream", 300, None),
     ("pingpong", "cross-stream ping-pong round trip (batch of 100, then synchronize)", None, None),
@@ -89,6 +90,7 @@ WORKLOADS = [
 # Not workloads: they split the workloads' time into parts (streams_bench.cpp, "Diagnostics").
 DIAGNOSTICS = [
     ("diag_enqueue_blocked", "launch enqueue alone (the stream's engine held, nothing reads the queue)"),
+    ("diag_drain", "launch drain alone (the engine runs a batch queued while it was held, until synchronize returns)"),
     ("diag_stream_query", "stream query of an idle stream (API entry, handle lookup, status)"),
     ("diag_event_query", "event query of a completed event"),
 ]

@@ -390,6 +390,8 @@ void registerAll() {
   using benchmark::RegisterBenchmark;
   RegisterBenchmark("launch_noop/ours", launchNoopOurs)->Arg(kLaunchBatch)->UseRealTime();
   RegisterBenchmark("launch_noop/baseline", launchNoopBaseline)->Arg(kLaunchBatch)->UseRealTime();
+  RegisterBenchmark("launch_sync_noop/ours", launchNoopOurs)->Arg(1)->UseRealTime();
+  RegisterBenchmark("launch_sync_noop/baseline", launchNoopBaseline)->Arg(1)->UseRealTime();
 
   RegisterBenchmark("event_record_query_untimed/ours", eventRecordQueryOurs, mtiaEventDisableTiming)->UseRealTime();
   RegisterBenchmark("event_record_query_untimed/baseline", eventRecordQueryBaseline, false)->UseRealTime();

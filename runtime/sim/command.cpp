@@ -39,8 +39,9 @@ void Command::takeFrom(Command& other) noexcept {
 
 void Command::release() noexcept {
   const uint32_t f = flags();
-  if ((f & kCommandHolds) != 0) holds.reset();
+  // Arguments first: a module kernel's description (kernel()) goes with its module.
   if ((f & kCommandArgs) != 0) args.release(kernel());
+  if ((f & kCommandHolds) != 0) holds.reset();
 }
 
 }  // namespace mtia::sim
