@@ -2,6 +2,8 @@
  * (MTIA_DRIVER). Modes: good | wrong_major | missing_submit. */
 #include "../capi/capi_check.h"
 
+static void count_call(void* calls) { ++*(int*)calls; }
+
 static void good(void) {
   const char* name = NULL;
   int count = 0;
@@ -27,6 +29,23 @@ static void good(void) {
   CHECK_TRUE(out[9] == 7 && out[10] == 10 && out[99] == 99);
   CHECK_OK(mtiaDeviceSynchronize());
   CHECK_OK(mtiaFree(d));
+  /* Streams and events over a driver without queueGetCounts: the runtime counts submissions itself. */
+  {
+    mtiaStream_t s = NULL;
+    mtiaEvent_t e = NULL;
+    int calls = 0;
+    CHECK_OK(mtiaStreamCreate(&s));
+    CHECK_OK(mtiaEventCreateWithFlags(&e, mtiaEventDisableTiming));
+    CHECK_OK(mtiaLaunchHostFunc(s, count_call, &calls));
+    CHECK_OK(mtiaEventRecord(e, s));
+    CHECK_OK(mtiaStreamSynchronize(s));
+    CHECK_OK(mtiaStreamQuery(s));
+    CHECK_OK(mtiaEventQuery(e));
+    CHECK_OK(mtiaEventSynchronize(e));
+    CHECK_TRUE(calls == 1);
+    CHECK_OK(mtiaEventDestroy(e));
+    CHECK_OK(mtiaStreamDestroy(s));
+  }
   /* Optional entries the driver left out answer "not supported". */
   CHECK_STATUS(mtiaErrorNotSupported, mtiaGetBuiltinFunction(&fn, "fill_f32"));
   CHECK_MESSAGE("not supported");

@@ -95,6 +95,19 @@ TEST(DriverLoader, ValidTableLoadsAndFillsOptionalEntries) {
   EXPECT_STREQ(o.lastErrorMessage(), "FAKE_SIM_MEMORY='x' is bad");
 }
 
+TEST(DriverLoader, QueueCountsStayAbsentWhenNotProvided) {
+  mtiaDriverOps o = completeOps();
+  o.queueGetCounts = nullptr;
+  validateOps(o, "test");
+  EXPECT_EQ(o.queueGetCounts, nullptr);  // the runtime counts submissions itself then
+  EXPECT_FALSE(mtia::driver::Driver(o, "test").countsQueues());
+  mtiaDriverOps old = completeOps();
+  old.structSize = offsetof(mtiaDriverOps, queueGetCounts);  // a 1.0 table
+  old.queueGetCounts = reinterpret_cast<decltype(old.queueGetCounts)>(0x1);  // past its end: ignored
+  validateOps(old, "old.so");
+  EXPECT_EQ(old.queueGetCounts, nullptr);
+}
+
 TEST(DriverLoader, AnotherMajorVersionIsRefused) {
   mtiaDriverOps o = completeOps();
   o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR + 1, 0);

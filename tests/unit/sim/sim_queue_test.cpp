@@ -48,6 +48,29 @@ TEST_F(SimQueue, ThousandCommandsRunInOrder) {
   EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
 }
 
+TEST_F(SimQueue, CountsAreReadTogether) {
+  mtiaDrvQueue q = makeQueue(0);
+  uint64_t submitted = 99, completed = 99;
+  ASSERT_NE(d.queueGetCounts, nullptr);
+  EXPECT_EQ(d.queueGetCounts(q, &submitted, &completed), mtiaSuccess);
+  EXPECT_EQ(submitted, 0u);
+  EXPECT_EQ(completed, 0u);
+  const uint64_t s1 = submitSleep(q, 30'000);
+  EXPECT_EQ(d.queueGetCounts(q, &submitted, &completed), mtiaSuccess);
+  EXPECT_EQ(submitted, s1);
+  EXPECT_EQ(completed, 0u);  // still sleeping
+  ASSERT_EQ(d.queueWait(q, s1, MTIA_DRV_WAIT_SLEEP), mtiaSuccess);
+  EXPECT_EQ(d.queueGetCounts(q, &submitted, &completed), mtiaSuccess);
+  EXPECT_EQ(submitted, s1);
+  EXPECT_EQ(completed, s1);
+  EXPECT_EQ(d.queueGetCounts(q, nullptr, &completed), mtiaErrorInvalidValue);
+  EXPECT_EQ(d.queueGetCounts(q, &submitted, nullptr), mtiaErrorInvalidValue);
+  EXPECT_NE(std::string(d.lastErrorMessage()).find("queueGetCounts"), std::string::npos);
+  EXPECT_EQ(d.queueGetCounts(nullptr, &submitted, &completed), mtiaErrorInvalidHandle);
+  EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
+  EXPECT_EQ(d.queueGetCounts(q, &submitted, &completed), mtiaErrorInvalidHandle);
+}
+
 TEST_F(SimQueue, KernelsOnOneQueueSeeEachOthersResults) {
   // 1000 dependent device commands: each adds 1 to the running value, so any reordering shows.
   mtiaDrvQueue q = makeQueue(0);
