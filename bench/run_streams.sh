@@ -63,7 +63,10 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [[ -n "$(git -C "$root" status --porcelain 2>/dev/null || true)" ]]; then commit="$commit (with local changes)"; fi
+# The results folder is being rewritten by this run: it does not count as a local change.
+if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' 2>/dev/null || true)" ]]; then
+  commit="$commit (with local changes)"
+fi
 
 RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')" RUN_NPROC="$(nproc)" RUN_CPU="$cpu_model" RUN_COMMIT="$commit" \
   RUN_BENCH="$bench" RUN_LOAD="$load_before (before), $load_after (after)" \

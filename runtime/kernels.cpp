@@ -7,15 +7,6 @@
 namespace mtia {
 namespace {
 
-template <typename H>
-H toHandle(uint64_t v) {
-  return reinterpret_cast<H>(static_cast<uintptr_t>(v));
-}
-template <typename H>
-uint64_t fromHandle(H h) {
-  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
-}
-
 void checkDims(const char* what, mtiaDim3 d, const int32_t (&limit)[3]) {
   const uint32_t v[3] = {d.x, d.y, d.z};
   const char* axis[3] = {"x", "y", "z"};

@@ -7,15 +7,6 @@
 namespace mtia {
 namespace {
 
-template <typename H>
-H toHandle(uint64_t v) {
-  return reinterpret_cast<H>(static_cast<uintptr_t>(v));
-}
-template <typename H>
-uint64_t fromHandle(H h) {
-  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
-}
-
 // The calling thread's current stream handle per device ordinal; 0 = the default stream. A fixed
 // array: trivially destructible, so it stays usable after exit() destroyed the main thread's
 // thread-locals (static destructors may still call the runtime).

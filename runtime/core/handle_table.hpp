@@ -171,6 +171,16 @@ class HandleTable {
   std::vector<uint32_t> free_;
 };
 
+// Encoded handles travel through the C ABI as its opaque pointer types.
+template <typename H>
+H toHandle(uint64_t v) {
+  return reinterpret_cast<H>(static_cast<uintptr_t>(v));
+}
+template <typename H>
+uint64_t fromHandle(H h) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(h));
+}
+
 // Tags of the handle kinds (one per C handle type).
 enum HandleTag : uint8_t {
   kTagStream = 0xA1,
