@@ -138,11 +138,14 @@ void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaD
   cmd.u.kernel.block = block;
   cmd.u.kernel.sharedMem = sharedMem;
   cmd.u.kernel.args = args;
+  // A 1.1 driver validates launches itself; an older one may trust the runtime to have done it.
+  const bool driverValidates = driver_->validatesLaunches();
+  if (!driverValidates) validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
   try {
     stream.submit(cmd);
   } catch (const Error& e) {
     // Off the common path: say what was refused in the terms of the ABI call.
-    if (e.code() == mtiaErrorInvalidValue) validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
+    if (e.code() == mtiaErrorInvalidValue && driverValidates) validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
     if (e.code() == mtiaErrorLaunchFailure) dev.checkHealthy();
     throw;
   }

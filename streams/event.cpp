@@ -78,9 +78,10 @@ Event::Snapshot Event::snapshot() const {
 
 bool Event::query() const {
   checkDevice();
-  // Under the lock, so that a concurrent re-record cannot drop the last reference to the stream.
-  std::lock_guard lock(mu_);
-  return !stream_ || stream_->completed(seq_);
+  // The driver is asked outside the lock (a driver may block briefly); the snapshot's reference keeps the
+  // stream alive should a concurrent re-record replace it.
+  const Snapshot s = snapshot();
+  return !s.stream || s.stream->completed(s.seq);
 }
 
 void Event::synchronize() const {
@@ -100,11 +101,24 @@ void Event::enqueueWait(Stream& stream) const {
 }
 
 bool Event::completedStamp(uint64_t& ns) const {
-  // Under the lock: once the record is replaced its slot may be recycled and overwritten.
-  std::lock_guard lock(mu_);
-  if (!stream_->completed(seq_)) return false;
-  ns = *stamp_;
-  return true;
+  for (;;) {
+    Snapshot s;
+    const uint64_t* stamp = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      s = Snapshot{stream_, seq_};
+      stamp = stamp_;
+    }
+    if (!s.stream->completed(s.seq)) return false;  // the driver is asked outside the lock
+    // The slot is read under the lock, and only while it still belongs to the latest record: once a
+    // record is replaced its slot may be recycled and overwritten.
+    std::lock_guard lock(mu_);
+    if (stamp_ == stamp && stream_ == s.stream && seq_ == s.seq) {
+      ns = *stamp;
+      return true;
+    }
+    // Re-recorded meanwhile: look at the new record.
+  }
 }
 
 float Event::elapsedMs(const Event& start, const Event& end) {

@@ -157,6 +157,10 @@ typedef struct mtiaDriverOps {
   mtiaError_t (*queueDestroy)(mtiaDrvQueue queue);
   /* Appends a command; *seq receives its number (1, 2, ... per queue). Commands of one queue run in
    * order, each after the previous completed; queues run concurrently. Never blocks on device work.
+   * Since 1.1 the driver validates kernel launches itself: grid, block, threads per block and sharedMem
+   * within the limits deviceGetInfo reports, args and each args[i] non-NULL for a kernel with arguments;
+   * the runtime then checks them only after a refusal, to name the argument at fault (for 1.0 drivers
+   * it checks before submitting).
    * Errors: mtiaErrorLaunchFailure (sticky device fault), mtiaErrorInvalidValue (malformed command). */
   mtiaError_t (*queueSubmit)(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq);
   /* The number of the last completed command (commands complete in order). Never blocks. */

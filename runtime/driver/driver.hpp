@@ -20,6 +20,8 @@ class Driver {
   const std::string& source() const noexcept { return source_; }
   // Whether the driver reports its queues' submission counts (ops().queueGetCounts is set).
   bool countsQueues() const noexcept { return ops_.queueGetCounts != nullptr; }
+  // Whether the driver validates kernel launches itself (driver ABI 1.1 and later; see queueSubmit).
+  bool validatesLaunches() const noexcept { return MTIA_DRIVER_API_MINOR(ops_.version) >= 1; }
 
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.

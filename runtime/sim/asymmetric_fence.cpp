@@ -24,9 +24,12 @@ bool asymmetricFencesAvailable() noexcept {
   return available;
 }
 
-void heavyFence() noexcept {
-  if (asymmetricFencesAvailable() && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
-  fullFence();
+bool heavyFence() noexcept {
+  if (!asymmetricFencesAvailable()) {
+    fullFence();
+    return true;
+  }
+  return syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 }  // namespace mtia::sim

@@ -34,6 +34,8 @@ inline void lightFence() noexcept {
 }
 
 // The rare side's fence, between its store and its load: orders against every thread of the process.
-void heavyFence() noexcept;
+// False when membarrier failed after it had been set up (the kernel ran out of memory for the call):
+// the frequent side fenced only the compiler, so the handshake must not rely on this round.
+[[nodiscard]] bool heavyFence() noexcept;
 
 }  // namespace mtia::sim

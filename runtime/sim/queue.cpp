@@ -2,6 +2,7 @@
 
 #include "asymmetric_fence.hpp"
 #include "backoff.hpp"
+#include "clock.hpp"
 #include "device.hpp"
 #include "scheduler.hpp"
 
@@ -15,6 +16,7 @@ namespace {
 constexpr uint64_t kWaitPollNs = 20'000;
 constexpr uint64_t kWaitYieldNs = 200'000;
 constexpr uint64_t kWaitFirstGapNs = 25;
+constexpr uint64_t kFailedBarrierPauseNs = 100'000;
 constexpr uint64_t kWaitMaxGapNs = 500;
 
 }  // namespace
@@ -55,7 +57,14 @@ bool Queue::release() {
   // submitter may hand the queue to another engine, which moves it on.
   const uint64_t retired = log_.retired();
   scheduled_.store(false, std::memory_order_seq_cst);
-  heavyFence();
+  if (!heavyFence()) {
+    // Without the barrier a submitter may have missed the cleared flag: take the queue back (unless a
+    // submitter did see it and scheduled the queue already) and try again later, after a short sleep
+    // so that a barrier that keeps failing does not keep this engine spinning.
+    if (scheduled_.exchange(true, std::memory_order_seq_cst)) return true;
+    sleepNs(kFailedBarrierPauseNs);
+    return false;
+  }
   if (log_.published() == retired) return true;
   // Work arrived after all. Whoever sets the flag first owns the queue: this engine, or a submitter
   // that saw it clear and has queued it with the scheduler already.

@@ -53,8 +53,8 @@ class Queue : public std::enable_shared_from_this<Queue> {
   // Engine side: whether commands were published beyond those retired.
   bool hasWork() const { return log_.hasWork(); }
   // Engine side, after Empty: unschedules the queue. True when the engine must drop it (idle now, or
-  // a submitter already handed it to the scheduler again); false when work arrived meanwhile and the
-  // engine still owns it.
+  // a submitter already handed it to the scheduler again); false when the engine still owns it (work
+  // arrived meanwhile, or the handshake's barrier failed and the queue could not be given up safely).
   bool release();
   // Engine side: command seq finished. Wakes waiting hosts and queues.
   void complete(uint64_t seq);

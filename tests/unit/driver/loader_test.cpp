@@ -108,6 +108,15 @@ TEST(DriverLoader, QueueCountsStayAbsentWhenNotProvided) {
   EXPECT_EQ(old.queueGetCounts, nullptr);
 }
 
+TEST(DriverLoader, OnlyDrivers11AndLaterValidateLaunches) {
+  mtiaDriverOps o = completeOps();
+  o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 0);
+  validateOps(o, "old.so");
+  EXPECT_FALSE(mtia::driver::Driver(o, "old.so").validatesLaunches());  // the runtime checks first
+  o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 1);
+  EXPECT_TRUE(mtia::driver::Driver(o, "new.so").validatesLaunches());
+}
+
 TEST(DriverLoader, AnotherMajorVersionIsRefused) {
   mtiaDriverOps o = completeOps();
   o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR + 1, 0);
