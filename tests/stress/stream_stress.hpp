@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -137,14 +138,26 @@ class Runner {
   }
 
   // Success is always fine; NotReady where the call is a query; InvalidHandle where a handle came from
-  // the pool (another thread may have destroyed it).
-  static void check(Report& r, int op, mtiaError_t st, bool pooledHandle, bool query = false) {
+  // the pool (another thread may have destroyed it), unless stillLive() says the handle it named was in
+  // its slot before and after the call: only the thread that takes a handle out of its slot destroys
+  // it, and fresh handles never repeat a value, so such a handle was live throughout.
+  static void check(Report& r, int op, mtiaError_t st, bool pooledHandle, bool query = false,
+                    const std::function<bool()>& stillLive = {}) {
     if (st == mtiaSuccess || (query && st == mtiaErrorNotReady)) return;
     if (pooledHandle && st == mtiaErrorInvalidHandle) {
+      if (stillLive && stillLive()) {
+        fail(r, std::string(opName(op)) + " rejected a live handle", st);
+        return;
+      }
       ++r.invalidHandle;
       return;
     }
     fail(r, opName(op), st);
+  }
+
+  template <typename Handle>
+  static bool inSlot(const std::atomic<Handle>& slot, Handle h) {
+    return h != nullptr && slot.load() == h;
   }
 
   // A handle from the pool: usually what the slot holds now, sometimes one this thread saw earlier.
@@ -178,6 +191,8 @@ class Runner {
       if (devSt != mtiaSuccess) fail(r, "mtiaSetDevice", devSt);
       // A NULL stream from an empty slot is the device's current (default) stream: always valid.
       const mtiaStream_t s = choose(streams_[slot], seenStreams, rng);
+      const bool sWasPooled = inSlot(streams_[slot], s);
+      auto streamLive = [&] { return sWasPooled && inSlot(streams_[slot], s); };
       switch (op) {
         case kCreateStream: {
           mtiaStream_t fresh = nullptr;
@@ -224,19 +239,29 @@ class Runner {
             check(r, op, mtiaEventRecord(e, s), true);
           break;
         case kWait:  // the event may belong to the other device
-          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) check(r, op, mtiaStreamWaitEvent(s, e, 0), true);
+          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) {
+            const bool eWasPooled = inSlot(events_[other], e);
+            check(r, op, mtiaStreamWaitEvent(s, e, 0), true, false,
+                  [&] { return streamLive() && eWasPooled && inSlot(events_[other], e); });
+          }
           break;
         case kStreamQuery:
-          check(r, op, mtiaStreamQuery(s), s != nullptr, true);
+          check(r, op, mtiaStreamQuery(s), s != nullptr, true, streamLive);
           break;
         case kEventQuery:
-          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) check(r, op, mtiaEventQuery(e), true, true);
+          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) {
+            const bool eWasPooled = inSlot(events_[other], e);
+            check(r, op, mtiaEventQuery(e), true, true, [&] { return eWasPooled && inSlot(events_[other], e); });
+          }
           break;
         case kStreamSync:
-          check(r, op, mtiaStreamSynchronize(s), s != nullptr);
+          check(r, op, mtiaStreamSynchronize(s), s != nullptr, false, streamLive);
           break;
         case kEventSync:
-          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) check(r, op, mtiaEventSynchronize(e), true);
+          if (mtiaEvent_t e = choose(events_[other], seenEvents, rng)) {
+            const bool eWasPooled = inSlot(events_[other], e);
+            check(r, op, mtiaEventSynchronize(e), true, false, [&] { return eWasPooled && inSlot(events_[other], e); });
+          }
           break;
         case kHostFunc: {
           const size_t id = static_cast<size_t>(t) * o_.opsPerThread + i;
@@ -245,7 +270,7 @@ class Runner {
             launched_[id] = 1;
             ++r.hostFuncsLaunched;
           }
-          check(r, op, st, s != nullptr);
+          check(r, op, st, s != nullptr, false, streamLive);
           break;
         }
         case kNoop: {
@@ -255,7 +280,7 @@ class Runner {
             return fn;
           }();
           const mtiaDim3 one{1, 1, 1};
-          check(r, op, mtiaLaunchKernel(noop, one, one, nullptr, 0, s), s != nullptr);
+          check(r, op, mtiaLaunchKernel(noop, one, one, nullptr, 0, s), s != nullptr, false, streamLive);
           break;
         }
         case kSleep: {
@@ -267,7 +292,7 @@ class Runner {
           const mtiaDim3 one{1, 1, 1};
           uint64_t us = 10 + rng() % 190;
           void* args[] = {&us};
-          check(r, op, mtiaLaunchKernel(sleepKernel, one, one, args, 0, s), s != nullptr);
+          check(r, op, mtiaLaunchKernel(sleepKernel, one, one, args, 0, s), s != nullptr, false, streamLive);
           break;
         }
         default:

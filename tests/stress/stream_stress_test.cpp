@@ -12,8 +12,9 @@ TEST(Stress, StreamsAndEventsFromSixteenThreads) {
   const auto start = std::chrono::steady_clock::now();
   const mtia_stress::Report report = mtia_stress::runStreamStress(options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(report.ops, 16u * 3000u);
   for (const std::string& f : report.failures) ADD_FAILURE() << f;
+  for (int op = 0; op < mtia_stress::kOpCount; ++op)
+    EXPECT_GT(report.perOp[op], 0u) << mtia_stress::opName(op) << " never ran";
   EXPECT_GT(report.hostFuncsLaunched, 0u);
   std::string mix;
   for (int op = 0; op < mtia_stress::kOpCount; ++op)

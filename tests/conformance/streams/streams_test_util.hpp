@@ -311,7 +311,9 @@ class Latch {
 // ---- Calls that might hang -----------------------------------------------------------------------
 
 // Runs fn on its own thread. If the owner goes away while fn still runs, unblock() runs first (say,
-// opening a latch) so the join cannot hang.
+// opening a latch) so the join cannot hang; if fn still does not return within kHang after that, the
+// runtime has hung for good and the process aborts with a note, so the test fails instead of hanging
+// until the test runner's timeout.
 class Async {
  public:
   explicit Async(std::function<void()> fn, std::function<void()> unblock = {})
@@ -326,6 +328,10 @@ class Async {
   }
   ~Async() {
     if (!waitFor(0s) && unblock_) unblock_();
+    if (!waitFor(kHang)) {
+      std::fprintf(stderr, "a runtime call did not return even after its work was unblocked: aborting\n");
+      std::abort();
+    }
     thread_.join();
   }
   Async(const Async&) = delete;
@@ -347,6 +353,32 @@ class Async {
   std::function<void()> unblock_;
   std::thread thread_;
 };
+
+// The kernel's scheduling state of thread tid of this process ('R' running, 'S' sleeping, ...), or 0.
+inline char threadState(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char line[512] = {};
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  const char* close = read ? std::strrchr(line, ')') : nullptr;  // the name may hold spaces and ')'
+  return close != nullptr && close[1] == ' ' ? close[2] : 0;
+}
+
+// Waits until thread tid has been asleep in the kernel for a few looks in a row (it is blocked, not
+// just descheduled); false when that did not happen within timeout.
+inline bool waitUntilAsleep(pid_t tid, Clock::duration timeout = kHang) {
+  int asleep = 0;
+  const auto deadline = Clock::now() + timeout;
+  while (asleep < 3) {
+    if (Clock::now() > deadline) return false;
+    asleep = threadState(tid) == 'S' ? asleep + 1 : 0;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
 
 // Whether fn returns within timeout. If it does not, unblock() runs and fn is joined.
 inline bool returnsWithin(Clock::duration timeout, std::function<void()> fn, std::function<void()> unblock = {}) {
