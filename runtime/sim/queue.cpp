@@ -15,9 +15,11 @@ namespace {
 // short device work completes without a futex round trip, long work costs no CPU.
 constexpr uint64_t kWaitPollNs = 20'000;
 constexpr uint64_t kWaitYieldNs = 200'000;
+// Its polls start this far apart and spread out to at most kWaitMaxGapNs (see waitFor).
 constexpr uint64_t kWaitFirstGapNs = 25;
-constexpr uint64_t kFailedBarrierPauseNs = 100'000;
 constexpr uint64_t kWaitMaxGapNs = 500;
+// An engine that could not give a queue up (a failed barrier, see release()) waits this long to retry.
+constexpr uint64_t kFailedBarrierPauseNs = 100'000;
 
 }  // namespace
 
