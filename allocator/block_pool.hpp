@@ -1,0 +1,55 @@
+// The free blocks of one pool (a device's small or large pool, or a private
+// pool), ordered by stream, size and address: a best-fit search is one
+// lower_bound, and a block freed on a stream is found only by requests on
+// that stream (stream-ordered reuse). Not thread-safe: the allocator holds
+// its device lock.
+#pragma once
+
+#include "allocator/alloc_config.hpp"
+#include "allocator/block.hpp"
+
+#include <cstddef>
+#include <set>
+
+namespace mtia::allocator {
+
+class BlockPool {
+ public:
+  explicit BlockPool(PoolKind kind) : kind_(kind) {}
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  PoolKind kind() const { return kind_; }
+
+  // Caches a free block of this pool. Throws std::bad_alloc (nothing cached).
+  void insert(Block* b);
+  // Takes a cached block out; false when it was not cached here.
+  bool erase(Block* b);
+  bool contains(Block* b) const { return free_.count(b) != 0; }
+  size_t size() const { return free_.size(); }
+
+  // The smallest cached block of stream that may serve a rounded request (mayServe: oversize blocks
+  // only for oversize requests, and wasting less than max_non_split_rounding_mb), or nullptr. The block
+  // stays cached.
+  Block* bestFit(uint64_t stream, size_t rounded, const AllocConfig& config) const;
+
+  // The cached blocks, by stream, size and address.
+  template <class Fn>
+  void forEach(Fn&& fn) const {
+    for (Block* b : free_) fn(b);
+  }
+
+ private:
+  struct ByStreamSizeAddress {
+    bool operator()(const Block* a, const Block* b) const {
+      if (a->stream != b->stream) return a->stream < b->stream;
+      if (a->size != b->size) return a->size < b->size;
+      return a->address < b->address;
+    }
+  };
+
+  const PoolKind kind_;
+  std::set<Block*, ByStreamSizeAddress> free_;
+};
+
+}  // namespace mtia::allocator
