@@ -92,13 +92,6 @@ mtiaFunction_t Kernels::builtinFunction(const char* name) {
   return fn;
 }
 
-std::shared_ptr<Function> Kernels::function(mtiaFunction_t fn, const char* argName) const {
-  if (fn == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
-  std::shared_ptr<Function> f = functions_.lookup(fromHandle(fn));
-  if (!f) fail(mtiaErrorInvalidHandle, "{} {} is not a live function (stale, unloaded or foreign)", argName, fmt::ptr(fn));
-  return f;
-}
-
 HandleTable<Function>::Ref Kernels::borrowFunction(mtiaFunction_t fn, const char* argName) const {
   if (fn == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
   HandleTable<Function>::Ref f = functions_.borrow(fromHandle(fn));

@@ -55,9 +55,8 @@ class Kernels {
   void unloadModule(mtiaModule_t module);
   mtiaFunction_t moduleFunction(mtiaModule_t module, const char* name);
   mtiaFunction_t builtinFunction(const char* name);
-  // Throws InvalidHandle naming argName.
-  std::shared_ptr<Function> function(mtiaFunction_t fn, const char* argName = "fn") const;
-  // function() for the launch path: no reference count update; one per thread at a time (HandleTable::Ref).
+  // The function behind fn, without a reference count update: one borrowed function per thread at a
+  // time (HandleTable::Ref). Throws InvalidHandle naming argName.
   HandleTable<Function>::Ref borrowFunction(mtiaFunction_t fn, const char* argName = "fn") const;
 
   // Queues the launch on stream, a stream of dev. The driver validates it; when it refuses, the error
