@@ -8,10 +8,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mtia::streams {
+class Stream;
+}
 
 namespace mtia::allocator {
 
 class BlockPool;
+struct Segment;
 
 struct Block {
   uintptr_t address = 0;
@@ -22,6 +29,13 @@ struct Block {
   bool allocated = false;
   Block* prev = nullptr;      // neighbours in the segment, lower and higher addresses
   Block* next = nullptr;
+  Segment* segment = nullptr;  // the segment it is part of
+  bool mapped = true;          // false: unmapped addresses of an expandable segment (never cached)
+  // Other streams that used it (mtiaRecordStream) while allocated; a freed block waits for the work
+  // they had queued at the free before it is cached again.
+  std::vector<std::shared_ptr<streams::Stream>> streamUses;
+  int pendingUses = 0;         // of those waits, the ones not yet done
+  uint64_t gcStamp = 0;        // the pool search count when it was cached (its age for garbage collection)
 
   // Part of a segment that was split (the segment cannot go back to the device as a whole).
   bool isSplit() const { return prev != nullptr || next != nullptr; }

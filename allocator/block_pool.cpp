@@ -1,5 +1,7 @@
 #include "allocator/block_pool.hpp"
 
+#include "allocator/segment.hpp"
+
 namespace mtia::allocator {
 
 Block* splitBlock(Block* b, size_t rounded) {
@@ -8,6 +10,8 @@ Block* splitBlock(Block* b, size_t rounded) {
   rest->size = b->size - rounded;
   rest->stream = b->stream;
   rest->pool = b->pool;
+  rest->segment = b->segment;
+  rest->mapped = b->mapped;
   rest->prev = b;
   rest->next = b->next;
   if (b->next != nullptr) b->next->prev = rest;
@@ -24,6 +28,7 @@ size_t mergeFreeNeighbours(Block* b) {
     gained += p->size;
     b->prev = p->prev;
     if (b->prev != nullptr) b->prev->next = b;
+    if (b->segment != nullptr && b->segment->head == p) b->segment->head = b;
     delete p;
   }
   if (Block* n = b->next; n != nullptr && !n->allocated && b->pool->erase(n)) {

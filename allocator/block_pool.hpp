@@ -13,6 +13,8 @@
 
 namespace mtia::allocator {
 
+struct PrivatePool;
+
 class BlockPool {
  public:
   explicit BlockPool(PoolKind kind) : kind_(kind) {}
@@ -20,6 +22,7 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
 
   PoolKind kind() const { return kind_; }
+  PrivatePool* owner = nullptr;  // the private pool it belongs to; null for a device's default pools
 
   // Caches a free block of this pool. Throws std::bad_alloc (nothing cached).
   void insert(Block* b);

@@ -4,8 +4,9 @@
 
 namespace mtia {
 
-Device::Device(const driver::Driver& driver, int ordinal, int32_t driverDevice)
-    : driver_(driver), ordinal_(ordinal), driverDevice_(driverDevice), info_(driver.deviceInfo(driverDevice)) {}
+Device::Device(const driver::Driver& driver, int ordinal, int32_t driverDevice, allocator::AllocatorContext& allocContext)
+    : driver_(driver), ordinal_(ordinal), driverDevice_(driverDevice), info_(driver.deviceInfo(driverDevice)),
+      allocContext_(allocContext) {}
 
 std::shared_ptr<streams::Stream> Device::defaultStreamShared() {
   if (defaultReady_.load(std::memory_order_acquire) != nullptr) return defaultStream_;
@@ -23,16 +24,22 @@ streams::Stream& Device::defaultStream() {
   return *defaultStreamShared();
 }
 
-allocator::DirectAllocator& Device::memory() {
+allocator::DeviceAllocator& Device::memory() {
+  if (allocator::DeviceAllocator* m = memory_.load(std::memory_order_acquire)) return *m;
   std::lock_guard lock(mu_);
-  if (!memory_)
-    memory_ = std::make_unique<allocator::DirectAllocator>(driver_, ordinal_, driverDevice_, info_.allocationGranularity);
-  return *memory_;
+  if (!memoryOwner_) {
+    memoryOwner_ = std::make_unique<allocator::DeviceAllocator>(driver_, ordinal_, driverDevice_, info_.totalMemory,
+                                                                info_.allocationGranularity, allocContext_);
+    memory_.store(memoryOwner_.get(), std::memory_order_release);
+  }
+  return *memoryOwner_;
 }
 
-allocator::DirectAllocator* Device::memoryIfStarted() const {
-  std::lock_guard lock(mu_);
-  return memory_.get();
+allocator::DeviceAllocator* Device::memoryIfStarted() const { return memory_.load(std::memory_order_acquire); }
+
+bool Device::ownsAddress(const void* ptr) const noexcept {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  return info_.vaSize != 0 && p >= info_.vaBase && p - info_.vaBase < info_.vaSize;
 }
 
 bool Device::setPeerAccess(const Device& peer, bool enable) {

@@ -3,7 +3,8 @@
 // never starts a device.
 #pragma once
 
-#include "allocator/direct_allocator.hpp"
+#include "allocator/allocator_context.hpp"
+#include "allocator/device_allocator.hpp"
 #include "runtime/driver/driver.hpp"
 #include "streams/stream.hpp"
 
@@ -16,7 +17,7 @@ namespace mtia {
 
 class Device {
  public:
-  Device(const driver::Driver& driver, int ordinal, int32_t driverDevice);
+  Device(const driver::Driver& driver, int ordinal, int32_t driverDevice, allocator::AllocatorContext& allocContext);
 
   int ordinal() const noexcept { return ordinal_; }
   int32_t driverDevice() const noexcept { return driverDevice_; }
@@ -28,9 +29,12 @@ class Device {
   // Thread-safe; lock-free once created.
   streams::Stream& defaultStream();
   std::shared_ptr<streams::Stream> defaultStreamShared();
-  allocator::DirectAllocator& memory();
-  // Like memory(), but null until something was allocated on the device.
-  allocator::DirectAllocator* memoryIfStarted() const;
+  // The device's caching allocator, created on first use (it starts nothing on the device).
+  allocator::DeviceAllocator& memory();
+  // Like memory(), but null until something asked for it.
+  allocator::DeviceAllocator* memoryIfStarted() const;
+  // Whether ptr lies in the device's address range (false when the driver does not say). Lock-free.
+  bool ownsAddress(const void* ptr) const noexcept;
 
   // Grants (enable) or revokes kernel access from this device to peer's memory.
   // Returns false when it was already in that state. Throws NotSupported when
@@ -50,7 +54,9 @@ class Device {
   mutable std::mutex mu_;
   std::shared_ptr<streams::Stream> defaultStream_;  // written once, before defaultReady_ is set
   std::atomic<streams::Stream*> defaultReady_{nullptr};
-  std::unique_ptr<allocator::DirectAllocator> memory_;
+  allocator::AllocatorContext& allocContext_;
+  std::unique_ptr<allocator::DeviceAllocator> memoryOwner_;  // written once, under mu_, before memory_
+  std::atomic<allocator::DeviceAllocator*> memory_{nullptr};
   std::set<int> peers_;  // runtime ordinals this device's kernels may access
 };
 

@@ -44,12 +44,10 @@ void runAndWait(streams::Stream& s, const mtiaDrvCommand& cmd) { s.wait(s.submit
 }  // namespace
 
 std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr) {
-  if (ptr == nullptr) return std::nullopt;
-  for (int i = 0; i < rt.deviceCount(); ++i) {
-    Device& dev = rt.device(i);
-    if (allocator::DirectAllocator* mem = dev.memoryIfStarted())
-      if (auto a = mem->find(ptr)) return DevicePointer{&dev, *a};
-  }
+  Device* dev = rt.deviceOfAddress(ptr);
+  if (dev == nullptr) return std::nullopt;
+  if (allocator::DeviceAllocator* mem = dev->memoryIfStarted())
+    if (auto a = mem->find(ptr)) return DevicePointer{dev, *a};
   return std::nullopt;
 }
 

@@ -3,7 +3,7 @@
 // on the default stream of the device involved.
 #pragma once
 
-#include "allocator/direct_allocator.hpp"
+#include "allocator/allocation.hpp"
 #include "runtime/runtime.hpp"
 
 #include <mtia/mtia_types.h>

@@ -33,6 +33,32 @@ std::string libraryDir() {
 
 }  // namespace
 
+namespace {
+
+// MTIA_ALLOC_CONF, in PYTORCH_CUDA_ALLOC_CONF syntax; a bad setting fails initialisation naming the key.
+allocator::AllocConfig readAllocatorSettings() {
+  const std::optional<std::string> conf = processEnv()("MTIA_ALLOC_CONF");
+  if (!conf) return {};
+  try {
+    return allocator::AllocConfig::parse(*conf);
+  } catch (const Error& e) {
+    fail(mtiaErrorInvalidValue, "MTIA_ALLOC_CONF: {}", e.what());
+  }
+}
+
+}  // namespace
+
+Device* Runtime::deviceOfAddress(const void* ptr) {
+  if (ptr == nullptr) return nullptr;
+  for (const std::unique_ptr<Device>& dev : devices_)
+    if (dev->ownsAddress(ptr)) return dev.get();
+  // Drivers that do not report their address ranges: ask the allocators.
+  for (const std::unique_ptr<Device>& dev : devices_)
+    if (dev->info().vaSize == 0)
+      if (allocator::DeviceAllocator* mem = dev->memoryIfStarted(); mem != nullptr && mem->find(ptr)) return dev.get();
+  return nullptr;
+}
+
 int& currentDeviceOrdinal() noexcept {
   thread_local int current = 0;
   return current;
@@ -41,6 +67,7 @@ int& currentDeviceOrdinal() noexcept {
 Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   options_ = readRuntimeOptions(processEnv());
   setLogLevel(options_.logLevel);
+  allocContext_ = std::make_unique<allocator::AllocatorContext>(readAllocatorSettings());
   static constexpr driver::BuiltinDriver kBuiltins[] = {{"sim", mtiaSimDriverGetOps}};
   driver_ = driver::loadDriver(options_.driver, kBuiltins, libraryDir());
   const int32_t driverCount = driver_->deviceCount();
@@ -55,7 +82,7 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
     for (int d = 0; d < driverCount; ++d) ordinals.push_back(d);
   }
   for (size_t i = 0; i < ordinals.size(); ++i)
-    devices_.push_back(std::make_unique<Device>(*driver_, static_cast<int>(i), ordinals[i]));
+    devices_.push_back(std::make_unique<Device>(*driver_, static_cast<int>(i), ordinals[i], *allocContext_));
   streams_ = std::make_unique<StreamRegistry>(devices_.size());
   kernels_.attach(driver_.get());
   setDeviceThreadProbe(driver_->ops().isDriverThread);

@@ -4,6 +4,7 @@
 // reported by every later call.
 #pragma once
 
+#include "allocator/allocator_context.hpp"
 #include "runtime/core/handle_table.hpp"
 #include "runtime/core/options.hpp"
 #include "runtime/device.hpp"
@@ -44,12 +45,17 @@ class Runtime {
   void drain() noexcept;
 
   Kernels& kernels() noexcept { return kernels_; }
+  // What the device allocators share: settings (MTIA_ALLOC_CONF, mtiaAllocatorSetConfig), observers.
+  allocator::AllocatorContext& allocatorContext() noexcept { return *allocContext_; }
+  // The device whose memory ptr is, if any (address ranges first, then the allocators). Thread-safe.
+  Device* deviceOfAddress(const void* ptr);
 
  private:
   Runtime();
 
   RuntimeOptions options_;
   std::unique_ptr<driver::Driver> driver_;
+  std::unique_ptr<allocator::AllocatorContext> allocContext_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<StreamRegistry> streams_;
   const int initPid_;  // the process that initialised the runtime (drain() skips forked children)

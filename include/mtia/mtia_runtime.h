@@ -299,19 +299,41 @@ MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3
 
 /* ---- Memory ----------------------------------------------------------------- */
 
-/** Allocates size bytes of device memory on the current device; size 0 gives *ptr = NULL.
- * Thread-safe; may block while the device allocates.
+/** Allocates size bytes of device memory on the current device from the caching allocator, for use on
+ * the current stream (a block freed later is reused first by allocations on that stream). size 0 gives
+ * *ptr = NULL. A request is served from cached blocks when one fits; otherwise the device allocates,
+ * and on failure the out-of-memory ladder runs (free-memory callbacks, garbage collection, freeing
+ * cached blocks, waiting for pending cross-stream frees, searching the cache again) before
+ * mtiaErrorMemoryAllocation. On a stream routed to a private pool (mtiaMemPoolBeginAllocateToPool,
+ * graph capture) the block comes from that pool.
+ * Thread-safe; may block (device allocation, waiting for streams on the out-of-memory path); legal
+ * during capture (served from the capture's private pool).
  * Errors: mtiaErrorInvalidValue (ptr NULL, or size too large to represent once rounded),
- * mtiaErrorMemoryAllocation (the device is out of memory), mtiaErrorNoDevice,
- * mtiaErrorLaunchFailure (sticky device fault). */
+ * mtiaErrorMemoryAllocation (out of memory; the message gives the request, the device's total and
+ * free memory, what this process has allocated, reserved but unallocated, holds in private pools, and
+ * the largest cached free block), mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size);
 
-/** Frees memory from mtiaMalloc; mtiaFree(NULL) succeeds. Thread-safe; blocks until work already
- * queued on the owning device has finished, so no queued kernel can touch freed memory.
- * Errors: mtiaErrorInvalidValue (ptr is not the start of a live allocation: interior pointer,
- * double free, host pointer), mtiaErrorLaunchFailure (the owning device has a sticky fault; the memory
- * is released all the same, so do not free it again). */
+/** mtiaMalloc for use on stream (NULL: the current stream of the current device) on that stream's
+ * device. Thread-safe; may block as mtiaMalloc; legal during capture.
+ * Errors: as mtiaMalloc, plus mtiaErrorInvalidHandle (stream). */
+MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t stream);
+
+/** Returns memory from mtiaMalloc/mtiaMallocAsync to the caching allocator; mtiaFree(NULL) succeeds.
+ * Stream-ordered: the block is reused at once by later allocations on the stream it was allocated
+ * for (their work runs after the work already queued there), and by other streams only after the
+ * streams named with mtiaRecordStream have finished the work queued before this call. Never waits
+ * for the device. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (ptr is not the start of a live allocation: interior pointer, double
+ * free, host pointer; the message says which). */
 MTIA_API mtiaError_t mtiaFree(void* ptr);
+
+/** Marks the allocation starting at ptr as used by stream (NULL: the current stream), so that after
+ * mtiaFree it is not reused until the work queued on stream before the free has finished. Uses on
+ * the allocating stream change nothing. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (ptr not the start of a live allocation), mtiaErrorInvalidHandle
+ * (stream). */
+MTIA_API mtiaError_t mtiaRecordStream(void* ptr, mtiaStream_t stream);
 
 /** Copies count bytes and returns when the copy is done. It is ordered after earlier work on the
  * default stream of the device involved (the destination's, else the source's, else the current
@@ -355,6 +377,119 @@ MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src,
  * Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (attr NULL or structSize < 4). */
 MTIA_API mtiaError_t mtiaPointerGetAttributes(mtiaPointerAttributes* attr, const void* ptr);
+
+/* ---- Pinned host memory ----------------------------------------------------- */
+
+/** Allocates size bytes of page-locked host memory from the caching pinned-host allocator, placed on
+ * the host NUMA node nearest the current device (where the host has NUMA). Memory is locked when the
+ * RLIMIT_MEMLOCK limit allows; mtiaPointerGetAttributes reports it as host memory either way. size 0
+ * gives *ptr = NULL. Thread-safe; may block (the operating system allocates); legal during capture.
+ * Errors: mtiaErrorInvalidValue (ptr NULL, size too large), mtiaErrorMemoryAllocation (the host is
+ * out of memory), mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaMallocHost(void** ptr, size_t size);
+
+/** Returns memory from mtiaMallocHost to the pinned cache; mtiaFreeHost(NULL) succeeds. The memory is
+ * reused only after the work queued before this call on every stream named with mtiaHostRecordStream
+ * has finished. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (ptr not the start of a live mtiaMallocHost allocation). */
+MTIA_API mtiaError_t mtiaFreeHost(void* ptr);
+
+/** Marks pinned memory (any pointer inside an mtiaMallocHost allocation) as used by stream (NULL: the
+ * current stream). Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (hostPtr not inside a live mtiaMallocHost allocation),
+ * mtiaErrorInvalidHandle (stream). */
+MTIA_API mtiaError_t mtiaHostRecordStream(void* hostPtr, mtiaStream_t stream);
+
+/* ---- Caching allocator control -------------------------------------------- */
+
+/** Frees every cached device block that is not in use, on every device, back to the device, after
+ * waiting for pending cross-stream frees; segments that still hold a live block stay. Private pools
+ * keep their memory unless released (mtiaMemPoolRelease). Also empties the pinned host cache.
+ * Thread-safe; blocks (waits for the devices' queued work); not legal while a capture is active on
+ * a device (mtiaErrorIllegalState there, others are emptied).
+ * Errors: mtiaErrorLaunchFailure (a device has a sticky fault; its cache is freed all the same),
+ * mtiaErrorIllegalState (capture active). */
+MTIA_API mtiaError_t mtiaEmptyCache(void);
+
+/** Applies allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax ("key:value,key:value", lists in
+ * brackets, booleans True/False) on top of the current ones, for every device; nothing is applied
+ * when any part is bad. Keys: max_split_size_mb, max_non_split_rounding_mb,
+ * garbage_collection_threshold, roundup_power2_divisions, expandable_segments,
+ * per_process_memory_fraction, release_lock_on_device_malloc (alias release_lock_on_cudamalloc),
+ * pinned_use_background_threads. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (conf NULL, unknown key, bad value, contradictory combination such
+ * as max_split_size_mb with expandable_segments:True; the message names the key). */
+MTIA_API mtiaError_t mtiaAllocatorSetConfig(const char* conf);
+
+/** Writes the effective settings, NUL-terminated, in MTIA_ALLOC_CONF syntax. Thread-safe,
+ * non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (buf NULL, or len too small: nothing is written past len). */
+MTIA_API mtiaError_t mtiaAllocatorGetConfig(char* buf, size_t len);
+
+/** Limits this process's reserved device memory on dev to fraction x total; a device allocation that
+ * would exceed it is treated as out of memory. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (fraction not in [0, 1]), mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaSetMemoryFraction(double fraction, int dev);
+
+/** Copies the caching allocator's statistics of dev (set out->structSize first,
+ * MTIA_MEMORY_STATS_INIT). Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (out NULL or structSize < 4), mtiaErrorInvalidDevice,
+ * mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaMemoryGetStats(int dev, mtiaMemoryStats* out);
+
+/** Sets every peak of dev's statistics to its current value. Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaMemoryResetPeakStats(int dev);
+
+/** Zeroes the allocated/freed totals and the event counters (retries, OOMs, syncs, device allocations
+ * and frees) of dev. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+MTIA_API mtiaError_t mtiaMemoryResetAccumulatedStats(int dev);
+
+/** Calls cb(dev, requested, total, free, user) whenever an allocation is about to fail with
+ * mtiaErrorMemoryAllocation, before the failing call returns, on the failing thread, with no runtime
+ * lock held (cb may allocate and free). requested is the rounded size, total the device's memory (or
+ * the memory-fraction limit when set), free what the device has left. Observers stay attached for the
+ * life of the process. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (cb NULL). */
+MTIA_API mtiaError_t mtiaAttachOutOfMemoryObserver(void (*cb)(int dev, size_t requested, size_t total,
+                                                              size_t free, void* user),
+                                                   void* user);
+
+/** Registers a callback that the allocator calls, with no runtime lock held, before it gives up on a
+ * request that nothing cached serves: cb(dev, requested, user) frees what it can (a library's
+ * workspace cache, say) and returns nonzero when it freed something, and the allocator searches its
+ * cache again. Stays registered for the life of the process. Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (cb NULL). */
+MTIA_API mtiaError_t mtiaAttachFreeMemoryCallback(int (*cb)(int dev, size_t requested, void* user), void* user);
+
+/* ---- Memory pools ----------------------------------------------------------- */
+
+/** A fresh pool id {0, n}, never returned before, for a private pool that graphs or users share.
+ * Thread-safe, non-blocking, legal during capture. Errors: mtiaErrorInvalidValue (id NULL). */
+MTIA_API mtiaError_t mtiaGraphPoolHandle(mtiaMemPoolId_t* id);
+
+/** Routes allocations on dev to the private pool id (created on first use; a pool already in use gains
+ * one more user): with a NULL filter, every allocation of the calling thread on dev; with a stream,
+ * every allocation made on that stream from any thread (graph capture), and while such a stream route
+ * exists the allocator neither queries events nor frees memory to the device. Blocks of a private pool
+ * never serve other pools. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidValue (id {0,0}), mtiaErrorInvalidDevice, mtiaErrorNoDevice,
+ * mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the filter is already routed to a pool). */
+MTIA_API mtiaError_t mtiaMemPoolBeginAllocateToPool(int dev, mtiaMemPoolId_t id, mtiaStream_t filter);
+
+/** Ends the routes to pool id on dev that the calling thread opened with a NULL filter and every stream
+ * route to it. The pool keeps its memory. Thread-safe, non-blocking, legal during capture.
+ * Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorNotFound (no route to id on dev). */
+MTIA_API mtiaError_t mtiaMemPoolEndAllocateToPool(int dev, mtiaMemPoolId_t id);
+
+/** Drops one user of pool id on dev; with the last user gone, its cached segments go back to the
+ * device now and the rest as soon as their last live block is freed (no emptyCache needed). Blocks
+ * still live stay valid until freed. Thread-safe; may block (waits for the device before freeing
+ * memory); legal during capture.
+ * Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorNotFound (no such pool on dev, or it
+ * was already released by all its users). */
+MTIA_API mtiaError_t mtiaMemPoolRelease(int dev, mtiaMemPoolId_t id);
 
 #ifdef __cplusplus
 }

@@ -15,23 +15,59 @@ extern "C" {
 MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
   return apiCall("mtiaMalloc", [&] {
     requireNonNull(ptr, "ptr");
-    mtia::Device& dev = Runtime::instance().currentDevice();
+    Runtime& rt = Runtime::instance();
+    mtia::Device& dev = rt.currentDevice();
     if (size == 0) {
       *ptr = nullptr;
       return;
     }
     dev.checkHealthy();
-    *ptr = dev.memory().allocate(size);
+    auto stream = rt.borrowStream(nullptr);
+    *ptr = dev.memory().allocate(size, *stream);
   });
 }
+
+MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t stream) {
+  return apiCall("mtiaMallocAsync", [&] {
+    requireNonNull(ptr, "ptr");
+    Runtime& rt = Runtime::instance();
+    auto s = rt.borrowStream(stream);
+    mtia::Device& dev = rt.device(s->device());
+    if (size == 0) {
+      *ptr = nullptr;
+      return;
+    }
+    dev.checkHealthy();
+    *ptr = dev.memory().allocate(size, *s);
+  });
+}
+
+namespace {
+
+// The allocator of the device whose memory ptr is; InvalidValue naming ptr otherwise.
+mtia::allocator::DeviceAllocator& allocatorOf(Runtime& rt, const void* ptr) {
+  mtia::Device* dev = rt.deviceOfAddress(ptr);
+  mtia::allocator::DeviceAllocator* mem = dev != nullptr ? dev->memoryIfStarted() : nullptr;
+  if (mem == nullptr)
+    fail(mtiaErrorInvalidValue, "ptr {} is not device memory from mtiaMalloc (a host pointer, or never allocated)", ptr);
+  return *mem;
+}
+
+}  // namespace
 
 MTIA_API mtiaError_t mtiaFree(void* ptr) {
   return apiCall("mtiaFree", [&] {
     if (ptr == nullptr) return;
+    allocatorOf(Runtime::instance(), ptr).free(ptr);
+  });
+}
+
+MTIA_API mtiaError_t mtiaRecordStream(void* ptr, mtiaStream_t stream) {
+  return apiCall("mtiaRecordStream", [&] {
+    requireNonNull(ptr, "ptr");
     Runtime& rt = Runtime::instance();
-    auto d = mtia::findDevicePointer(rt, ptr);
-    if (!d) fail(mtiaErrorInvalidValue, "ptr {} is not device memory from mtiaMalloc (never allocated or already freed)", ptr);
-    d->device->memory().free(ptr);
+    std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+    allocatorOf(rt, ptr).recordStream(ptr, std::move(s));
   });
 }
 

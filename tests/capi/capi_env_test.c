@@ -42,15 +42,23 @@ static void check_sticky(int bad, int good) {
   CHECK_OK(mtiaFree(g));
 }
 
-static void faults_alloc(void) { /* MTIA_SIM_FAULTS=alloc=2 */
-  void *a = NULL, *b = NULL, *c = NULL;
-  CHECK_OK(mtiaMalloc(&a, 100));
-  CHECK_STATUS(mtiaErrorMemoryAllocation, mtiaMalloc(&b, 100));
+static void faults_alloc(void) { /* MTIA_SIM_FAULTS=alloc=2,alloc=3,alloc=5 */
+  void *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+  mtiaMemoryStats st = MTIA_MEMORY_STATS_INIT;
+  CHECK_OK(mtiaMalloc(&a, 100)); /* device allocation 1 */
+  /* 2 fails, the out-of-memory ladder frees what it can (nothing: a is live) and 3 fails too. */
+  CHECK_STATUS(mtiaErrorMemoryAllocation, mtiaMalloc(&b, 4u << 20));
+  CHECK_MESSAGE("out of memory on device 0: tried to allocate 4.00 MiB");
   CHECK_MESSAGE("injected");
   CHECK_TRUE(b == NULL);
-  CHECK_OK(mtiaMalloc(&c, 100)); /* not sticky */
+  CHECK_OK(mtiaMalloc(&c, 4u << 20)); /* not sticky: 4 succeeds */
+  CHECK_OK(mtiaMalloc(&d, 30u << 20)); /* 5 fails, the ladder's retry (6) succeeds */
+  CHECK_OK(mtiaMemoryGetStats(0, &st));
+  CHECK_TRUE(st.num_alloc_retries == 2 && st.num_ooms == 1);
+  CHECK_TRUE(st.num_device_alloc == 3 && st.segment[mtiaStatAll].current == 3);
   CHECK_OK(mtiaFree(a));
   CHECK_OK(mtiaFree(c));
+  CHECK_OK(mtiaFree(d));
 }
 
 static void faults_kernel(void) { /* MTIA_SIM_FAULTS=kernel=axpy_f32@2 */
@@ -63,7 +71,10 @@ static void faults_kernel(void) { /* MTIA_SIM_FAULTS=kernel=axpy_f32@2 */
   mtiaSetDevice(0);
   CHECK_STATUS(mtiaErrorLaunchFailure, mtiaMemset(d, 0, 4));
   CHECK_MESSAGE("axpy_f32");
-  CHECK_STATUS(mtiaErrorLaunchFailure, mtiaFree(d)); /* memory is released, fault reported */
+  CHECK_OK(mtiaFree(d)); /* stream-ordered: goes back to the cache without touching the device */
+  CHECK_STATUS(mtiaErrorLaunchFailure, mtiaMalloc((void**)&d, 4)); /* new allocations see the fault */
+  CHECK_STATUS(mtiaErrorLaunchFailure, mtiaEmptyCache()); /* frees the cache, reports the fault */
+  CHECK_MESSAGE("its cache was freed all the same");
 }
 
 static void module_fault(void) {
@@ -142,6 +153,9 @@ static void small_memory(void) { /* MTIA_SIM_MEMORY=64MiB */
   CHECK_OK(mtiaFree(p[0]));
   CHECK_OK(mtiaMalloc(&p[3], 20u << 20)); /* freed memory is usable again */
   for (i = 1; i < 4; ++i) CHECK_OK(mtiaFree(p[i]));
+  CHECK_OK(mtiaMemGetInfo(&free_mem, &total));
+  CHECK_TRUE(free_mem == 4u << 20); /* cached until emptied */
+  CHECK_OK(mtiaEmptyCache());
   CHECK_OK(mtiaMemGetInfo(&free_mem, &total));
   CHECK_TRUE(free_mem == total);
 }

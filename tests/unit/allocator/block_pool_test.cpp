@@ -66,7 +66,11 @@ TEST(BlockPool, OversizeBlocksFollowMaxSplitSize) {
 
 TEST(BlockPool, SplitAndMergeRestoreTheSegment) {
   BlockPool pool(PoolKind::Small);
-  auto* whole = new Block{0x1000000, 2 * kMiB, 0, 7, &pool, false, nullptr, nullptr};
+  auto* whole = new Block;
+  whole->address = 0x1000000;
+  whole->size = 2 * kMiB;
+  whole->stream = 7;
+  whole->pool = &pool;
   // Three pieces: a | b | rest.
   Block* rest = splitBlock(whole, 4096);
   Block* a = whole;
@@ -104,7 +108,11 @@ TEST(BlockPool, SplitAndMergeRestoreTheSegment) {
 TEST(BlockPool, NeighboursNotCachedInThePoolStayApart) {
   // A free neighbour that is not cached (its frees still wait for other streams) is not merged.
   BlockPool pool(PoolKind::Small);
-  auto* whole = new Block{0x2000000, 2 * kMiB, 0, 1, &pool, false, nullptr, nullptr};
+  auto* whole = new Block;
+  whole->address = 0x2000000;
+  whole->size = 2 * kMiB;
+  whole->stream = 1;
+  whole->pool = &pool;
   Block* rest = splitBlock(whole, 512);
   rest->allocated = false;  // free, but not in the pool
   EXPECT_EQ(mergeFreeNeighbours(whole), 0u);

@@ -1,0 +1,403 @@
+#include "allocator/device_allocator.hpp"
+
+#include "runtime/core/error.hpp"
+
+#include <algorithm>
+
+namespace mtia::allocator {
+
+DeviceAllocator::DeviceAllocator(const driver::Driver& driver, int device, int32_t driverDevice, uint64_t totalMemory,
+                                 uint64_t granularity, AllocatorContext& context)
+    : memory_(driver, device, driverDevice), context_(context), device_(device), totalMemory_(totalMemory),
+      granularity_(granularity != 0 ? granularity : 1), config_(context.config()) {
+  fraction_ = config_.perProcessMemoryFraction;
+  fractionSet_ = fraction_ < 1.0;
+}
+
+DeviceAllocator::~DeviceAllocator() {
+  for (auto& [base, seg] : segments_) {
+    if (seg->expandable) {
+      for (size_t i = 0; i < seg->chunks.size(); ++i)
+        if (seg->chunks[i] != nullptr) memory_.unmap(seg->base + i * seg->chunkSize, seg->chunkSize, seg->chunks[i]);
+      memory_.unreserve(seg->base, seg->size);
+    } else {
+      memory_.release(seg->base, seg->size, seg->mem);
+    }
+    for (Block* b = seg->head; b != nullptr;) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+    delete seg;
+  }
+}
+
+void* DeviceAllocator::allocate(size_t size, streams::Stream& stream) {
+  Lock lock(mu_);
+  if (!capturing()) processEvents();
+  const size_t rounded = roundSize(size, config_);
+  const uint64_t sid = static_cast<uint64_t>(stream.id());
+  BlockPool* pool = &poolOf(routeFor(sid), poolFor(rounded));
+  Block* b = takeCached(*pool, sid, rounded);
+  if (b == nullptr && context_.hasFreeMemoryCallbacks()) {
+    // Libraries free their own caches through the ABI: they must not find this lock held.
+    lock.unlock();
+    const bool freed = context_.runFreeMemoryCallbacks(device_, rounded);
+    lock.lock();
+    pool = &poolOf(routeFor(sid), poolFor(rounded));  // routes may have changed meanwhile
+    if (freed) {
+      if (!capturing()) processEvents();
+      b = takeCached(*pool, sid, rounded);
+    }
+  }
+  if (b == nullptr) b = allocateFresh(lock, *pool, stream, rounded);
+  if (b == nullptr) b = outOfMemoryLadder(lock, *pool, stream, rounded);
+  if (b == nullptr) outOfMemory(lock, size, rounded);
+  serve(b, rounded, size);
+  return reinterpret_cast<void*>(b->address);
+}
+
+PrivatePool* DeviceAllocator::routeFor(uint64_t stream) {
+  if (routes_.empty()) return nullptr;
+  const Route* chosen = nullptr;
+  for (const Route& r : routes_) {
+    if (r.stream == stream) {
+      chosen = &r;
+      break;
+    }
+    if (r.stream == 0 && r.thread == std::this_thread::get_id() && chosen == nullptr) chosen = &r;
+  }
+  if (chosen == nullptr) return nullptr;
+  return pools_.at(chosen->pool).get();
+}
+
+Block* DeviceAllocator::takeCached(BlockPool& pool, uint64_t stream, size_t rounded) {
+  ++searches_;
+  Block* b = pool.bestFit(stream, rounded, config_);
+  if (b == nullptr) return nullptr;
+  pool.erase(b);
+  inactiveSplitOut(b);
+  return b;
+}
+
+// Growth without giving anything back: garbage collection first (it only frees what is old and
+// unused), then a new segment or more of an expandable one.
+Block* DeviceAllocator::allocateFresh(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded) {
+  driverRefusal_.clear();
+  if (!capturing()) collectGarbage();
+  return newSegment(lock, pool, stream, rounded);
+}
+
+// PyTorch's ladder, plus a search of the cache after the pending frees completed (PyTorch issue
+// #189504: it retried only the device allocation and could fail while a fitting block sat free).
+Block* DeviceAllocator::outOfMemoryLadder(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded) {
+  const uint64_t sid = static_cast<uint64_t>(stream.id());
+  if (!capturing() && releaseOversize(pool, sid, rounded))
+    if (Block* b = newSegment(lock, pool, stream, rounded)) return b;
+  // During a capture nothing may be queried or freed: the capture has to fail over to the caller.
+  if (capturing()) return nullptr;
+  ++stats_.numAllocRetries;
+  waitForPendingUses();
+  if (Block* b = takeCached(pool, sid, rounded)) return b;
+  releaseCached();
+  if (Block* b = newSegment(lock, pool, stream, rounded)) return b;
+  return takeCached(pool, sid, rounded);
+}
+
+bool DeviceAllocator::allowedToGrow(size_t bytes) const {
+  if (!fractionSet_) return true;
+  const auto allowed = static_cast<uint64_t>(fraction_ * static_cast<double>(totalMemory_));
+  const auto reserved = static_cast<uint64_t>(stats_.reservedBytes[kStatAll].current);
+  return reserved + bytes <= allowed;
+}
+
+Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded) {
+  if (config_.expandableSegments) return growExpandable(pool, stream, rounded);
+  const size_t size = granular(segmentSize(rounded));
+  if (size < rounded) fail(mtiaErrorInvalidValue, "size {} is too large to represent once rounded", rounded);
+  if (!allowedToGrow(size)) return nullptr;
+  mtiaDrvMem mem = nullptr;
+  uintptr_t va = 0;
+  if (config_.releaseLockOnDeviceMalloc) {
+    // Other threads may use the cache while the driver works; nothing here depends on what they do.
+    lock.unlock();
+    try {
+      va = memory_.allocate(size, &mem);
+    } catch (...) {
+      lock.lock();
+      throw;
+    }
+    lock.lock();
+  } else {
+    va = memory_.allocate(size, &mem);
+  }
+  if (va == 0) {
+    driverRefusal_ = memory_.why();
+    return nullptr;
+  }
+  auto seg = std::make_unique<Segment>();
+  auto b = std::make_unique<Block>();
+  seg->base = va;
+  seg->size = size;
+  seg->kind = pool.kind();
+  seg->stream = static_cast<uint64_t>(stream.id());
+  seg->owner = pool.owner;
+  seg->mem = mem;
+  if (pool.owner != nullptr) seg->streamRef = stream.shared_from_this();
+  b->address = va;
+  b->size = size;
+  b->stream = seg->stream;
+  b->pool = &pool;
+  b->segment = seg.get();
+  seg->head = b.get();
+  try {
+    segments_.emplace(va, seg.get());
+  } catch (...) {
+    memory_.release(va, size, mem);
+    throw;
+  }
+  countSegment(*seg, true);
+  countMapped(*seg, size, 1, true);
+  seg.release();
+  return b.release();
+}
+
+void DeviceAllocator::serve(Block* b, size_t rounded, size_t requested) {
+  BlockPool& pool = *b->pool;
+  if (shouldSplit(pool.kind(), b->segment->expandable, b->size, rounded, config_)) cache(splitBlock(b, rounded));
+  b->allocated = true;
+  b->requested = requested;
+  live_.emplace(b->address, b);
+  const PoolKind kind = pool.kind();
+  const auto size = static_cast<int64_t>(b->size);
+  stats_.allocation.increase(kind, 1);
+  stats_.allocatedBytes.increase(kind, size);
+  stats_.requestedBytes.increase(kind, static_cast<int64_t>(requested));
+  stats_.active.increase(kind, 1);
+  stats_.activeBytes.increase(kind, size);
+  if (b->size >= config_.maxSplitSize) stats_.oversizeAllocations.increase(1);
+}
+
+void DeviceAllocator::cache(Block* b) {
+  b->pool->insert(b);
+  b->gcStamp = searches_;
+  inactiveSplitIn(b);
+}
+
+// Free blocks inside split plain segments are memory the cache cannot give back (PyTorch's
+// inactive_split); expandable segments unmap at chunk granularity instead, so they do not count.
+void DeviceAllocator::inactiveSplitIn(const Block* b) {
+  if (b->segment->expandable || !b->isSplit()) return;
+  stats_.inactiveSplit.increase(b->pool->kind(), 1);
+  stats_.inactiveSplitBytes.increase(b->pool->kind(), static_cast<int64_t>(b->size));
+}
+
+void DeviceAllocator::inactiveSplitOut(const Block* b) {
+  if (b->segment->expandable || !b->isSplit()) return;
+  stats_.inactiveSplit.decrease(b->pool->kind(), 1);
+  stats_.inactiveSplitBytes.decrease(b->pool->kind(), static_cast<int64_t>(b->size));
+}
+
+void DeviceAllocator::countSegment(const Segment& seg, bool added) {
+  if (seg.owner != nullptr) seg.owner->segments += added ? 1 : -1;
+  if (added) {
+    stats_.segment.increase(seg.kind, 1);
+    if (!seg.expandable && seg.size >= config_.maxSplitSize) stats_.oversizeSegments.increase(1);
+  } else {
+    stats_.segment.decrease(seg.kind, 1);
+    if (!seg.expandable && seg.size >= config_.maxSplitSize) stats_.oversizeSegments.decrease(1);
+  }
+}
+
+void DeviceAllocator::countMapped(const Segment& seg, size_t bytes, size_t chunks, bool mapped) {
+  const auto n = static_cast<int64_t>(bytes);
+  if (mapped) {
+    stats_.reservedBytes.increase(seg.kind, n);
+    stats_.numDeviceAlloc += static_cast<int64_t>(chunks);
+    if (seg.owner != nullptr) seg.owner->reserved += bytes;
+  } else {
+    stats_.reservedBytes.decrease(seg.kind, n);
+    stats_.numDeviceFree += static_cast<int64_t>(chunks);
+    if (seg.owner != nullptr) seg.owner->reserved -= bytes;
+  }
+}
+
+void DeviceAllocator::free(void* ptr) {
+  Lock lock(mu_);
+  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == live_.end()) {
+    lock.unlock();
+    if (auto inside = find(ptr))
+      fail(mtiaErrorInvalidValue, "ptr {} points inside the allocation at {}; pass the pointer the allocation returned",
+           ptr, inside->base);
+    fail(mtiaErrorInvalidValue, "ptr {} is not a live allocation of device {} (never allocated or already freed)", ptr,
+         device_);
+  }
+  Block* b = it->second;
+  live_.erase(it);
+  b->allocated = false;
+  const PoolKind kind = b->pool->kind();
+  stats_.allocation.decrease(kind, 1);
+  stats_.allocatedBytes.decrease(kind, static_cast<int64_t>(b->size));
+  stats_.requestedBytes.decrease(kind, static_cast<int64_t>(b->requested));
+  if (b->size >= config_.maxSplitSize) stats_.oversizeAllocations.decrease(1);
+  if (Segment* seg = b->segment; seg->streamRef)
+    seg->lastFreeSeq = std::max(seg->lastFreeSeq, seg->streamRef->lastSubmitted());
+  if (b->streamUses.empty()) {
+    freeBlock(b);
+  } else if (capturing()) {
+    // Other streams' progress cannot be queried during a capture (PyTorch defers these the same way).
+    freedDuringCapture_.push_back(b);
+  } else {
+    deferUntilUsesDone(b);
+  }
+}
+
+void DeviceAllocator::deferUntilUsesDone(Block* b) {
+  for (auto& s : b->streamUses) {
+    pending_.push_back({s, s->lastSubmitted(), b});
+    ++b->pendingUses;
+  }
+  b->streamUses.clear();
+}
+
+void DeviceAllocator::freeBlock(Block* b) {
+  BlockPool& pool = *b->pool;
+  stats_.active.decrease(pool.kind(), 1);
+  stats_.activeBytes.decrease(pool.kind(), static_cast<int64_t>(b->size));
+  for (Block* n : {b->prev, b->next})
+    if (n != nullptr && !n->allocated && pool.contains(n)) inactiveSplitOut(n);
+  mergeFreeNeighbours(b);
+  cache(b);
+  if (pool.owner != nullptr && pool.owner->users == 0) releaseSegmentIfIdle(b->segment);
+}
+
+void DeviceAllocator::recordStream(void* ptr, std::shared_ptr<streams::Stream> stream) {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == live_.end())
+    fail(mtiaErrorInvalidValue, "ptr {} is not the start of a live allocation of device {}", ptr, device_);
+  Block* b = it->second;
+  if (static_cast<uint64_t>(stream->id()) == b->stream) return;
+  for (const auto& s : b->streamUses)
+    if (s.get() == stream.get()) return;
+  b->streamUses.push_back(std::move(stream));
+}
+
+std::optional<Allocation> DeviceAllocator::find(const void* ptr) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard lock(mu_);
+  const Block* hit = nullptr;
+  if (auto it = live_.find(p); it != live_.end()) {
+    hit = it->second;
+  } else {
+    auto s = segments_.upper_bound(p);
+    if (s == segments_.begin()) return std::nullopt;
+    --s;
+    if (!s->second->contains(p)) return std::nullopt;
+    for (const Block* b = s->second->head; b != nullptr; b = b->next)
+      if (p >= b->address && p - b->address < b->size) {
+        hit = b;
+        break;
+      }
+    if (hit == nullptr || !hit->allocated || p - hit->address >= hit->requested) return std::nullopt;
+  }
+  return Allocation{reinterpret_cast<void*>(hit->address), hit->requested, hit->size, device_};
+}
+
+void DeviceAllocator::setConfig(const AllocConfig& config) {
+  std::lock_guard lock(mu_);
+  if (config.perProcessMemoryFraction != config_.perProcessMemoryFraction) {
+    fraction_ = config.perProcessMemoryFraction;
+    fractionSet_ = true;
+  }
+  config_ = config;
+}
+
+void DeviceAllocator::setMemoryFraction(double fraction) {
+  std::lock_guard lock(mu_);
+  fraction_ = fraction;
+  fractionSet_ = true;
+}
+
+DeviceStats DeviceAllocator::stats() const {
+  std::lock_guard lock(mu_);
+  DeviceStats s = stats_;
+  // PyTorch reports "no limit" as the size_t maximum read as int64: -1.
+  s.maxSplitSize = config_.maxSplitSize == AllocConfig::kUnlimited ? -1 : static_cast<int64_t>(config_.maxSplitSize);
+  return s;
+}
+
+void DeviceAllocator::resetPeakStats() {
+  std::lock_guard lock(mu_);
+  stats_.resetPeaks();
+}
+
+void DeviceAllocator::resetAccumulatedStats() {
+  std::lock_guard lock(mu_);
+  stats_.resetAccumulated();
+}
+
+int64_t DeviceAllocator::reservedBytes() const {
+  std::lock_guard lock(mu_);
+  return stats_.reservedBytes[kStatAll].current;
+}
+
+void DeviceAllocator::beginAllocateToPool(PoolId id, const streams::Stream* filter) {
+  std::lock_guard lock(mu_);
+  const uint64_t sid = filter != nullptr ? static_cast<uint64_t>(filter->id()) : 0;
+  for (const Route& r : routes_)
+    if (sid != 0 && r.stream == sid)
+      fail(mtiaErrorIllegalState, "filter stream {} already allocates to pool {{{}, {}}} on device {}", sid,
+           r.pool.first, r.pool.second, device_);
+  routes_.reserve(routes_.size() + 1);
+  auto& pool = pools_[id];
+  if (!pool) {
+    pool = std::make_unique<PrivatePool>(id);
+  } else {
+    // A released pool that comes back keeps its memory: take its segments off the release list.
+    ++pool->users;
+    std::erase_if(releasable_, [&](Segment* s) { return s->owner == pool.get(); });
+  }
+  routes_.push_back({id, sid, std::this_thread::get_id()});
+  if (sid != 0) ++streamRoutes_;
+}
+
+void DeviceAllocator::endAllocateToPool(PoolId id) {
+  std::lock_guard lock(mu_);
+  const auto me = std::this_thread::get_id();
+  size_t ended = 0;
+  std::erase_if(routes_, [&](const Route& r) {
+    if (!(r.pool == id) || (r.stream == 0 && r.thread != me)) return false;
+    if (r.stream != 0) --streamRoutes_;
+    ++ended;
+    return true;
+  });
+  if (ended == 0)
+    fail(mtiaErrorNotFound, "no allocations on device {} are routed to pool {{{}, {}}} from this thread", device_,
+         id.first, id.second);
+  if (!capturing()) {
+    for (Block* b : freedDuringCapture_) deferUntilUsesDone(b);
+    freedDuringCapture_.clear();
+    releaseReadyPoolSegments(false);
+  }
+  if (auto it = pools_.find(id); it != pools_.end()) forgetPoolIfUnused(it->second.get());
+}
+
+void DeviceAllocator::releasePool(PoolId id) {
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(id);
+  if (it == pools_.end() || it->second->users == 0)
+    fail(mtiaErrorNotFound, "device {} has no pool {{{}, {}}} in use (never used, or released by all its users)",
+         device_, id.first, id.second);
+  PrivatePool* pool = it->second.get();
+  if (--pool->users > 0) return;
+  std::vector<Segment*> mine;
+  for (auto& [base, seg] : segments_)
+    if (seg->owner == pool) mine.push_back(seg);
+  for (Segment* seg : mine) releaseSegmentIfIdle(seg);
+  if (!capturing()) releaseReadyPoolSegments(true);
+  forgetPoolIfUnused(pool);
+}
+
+}  // namespace mtia::allocator

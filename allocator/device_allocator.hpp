@@ -1,0 +1,178 @@
+// The caching allocator of one device, in the class of PyTorch's CUDA
+// caching allocator: requests are rounded (size_policy.hpp) and served by
+// best fit from cached free blocks of the same stream, splitting large
+// blocks and merging freed neighbours; segments come from the driver only
+// when nothing cached fits, and go back only on mtiaEmptyCache, on the
+// out-of-memory path, through garbage collection, or when a released
+// private pool no longer needs them.
+//
+// Stream order: a block freed on the stream it was allocated for is reused
+// at once by later allocations on that stream (their work runs after the
+// work already queued). A block that other streams used (recordStream) is
+// cached again only once those streams finished what they had queued at the
+// free. Segments go back to the device only after the device finished the
+// work that may touch them.
+//
+// One mutex per device guards everything here. Observers and free-memory
+// callbacks run with it released.
+#pragma once
+
+#include "allocator/alloc_config.hpp"
+#include "allocator/allocation.hpp"
+#include "allocator/allocator_context.hpp"
+#include "allocator/block_pool.hpp"
+#include "allocator/driver_memory.hpp"
+#include "allocator/pool_id.hpp"
+#include "allocator/private_pool.hpp"
+#include "allocator/segment.hpp"
+#include "allocator/stats.hpp"
+#include "streams/stream.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace mtia::allocator {
+
+class DeviceAllocator {
+ public:
+  // device: the runtime's ordinal (messages, observers); totalMemory: the device's memory in bytes;
+  // granularity: the driver's allocation granularity (segments and chunks are multiples of it).
+  DeviceAllocator(const driver::Driver& driver, int device, int32_t driverDevice, uint64_t totalMemory,
+                  uint64_t granularity, AllocatorContext& context);
+  // Gives every segment back (the process is ending; the runtime drained the device first).
+  ~DeviceAllocator();
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  // A block of at least size (> 0) bytes for use on stream (of this device). Thread-safe; may block
+  // (device allocation, waiting for streams on the out-of-memory path).
+  // Throws InvalidValue (size too large once rounded), MemoryAllocation (after the out-of-memory
+  // ladder; the observers have been called), Error for other driver failures.
+  void* allocate(size_t size, streams::Stream& stream);
+  // Returns the block starting at ptr to the cache, stream-ordered. Thread-safe, non-blocking.
+  // Throws InvalidValue (not the start of a live block of this device; the message says why).
+  void free(void* ptr);
+  // The block at ptr is used by stream too (see the class comment). Thread-safe, non-blocking.
+  // Throws InvalidValue (not the start of a live block).
+  void recordStream(void* ptr, std::shared_ptr<streams::Stream> stream);
+  // The live allocation ptr lies in (interior pointers resolve within the requested size), if any.
+  // Thread-safe, non-blocking.
+  std::optional<Allocation> find(const void* ptr) const;
+
+  // Waits for pending cross-stream frees and the device, then gives back every cached segment with
+  // no live block (and the unmapped parts of expandable ones) of the default pools and of released
+  // private pools. Thread-safe; blocking. Throws IllegalState (a capture routes allocations here; nothing
+  // is freed), the device's sticky fault (after freeing).
+  void emptyCache();
+  // New settings (roundup, split limits, expandable segments for new segments, garbage collection;
+  // per_process_memory_fraction when it changed). Thread-safe.
+  void setConfig(const AllocConfig& config);
+  // Limits reserved memory to fraction x total (fraction in [0, 1], checked by the caller). Thread-safe.
+  void setMemoryFraction(double fraction);
+
+  DeviceStats stats() const;
+  void resetPeakStats();
+  void resetAccumulatedStats();
+  // Bytes reserved from the device now (all pools). Thread-safe.
+  int64_t reservedBytes() const;
+
+  // Private pools (ABI: mtiaMemPool*). filter null: the calling thread's allocations; else allocations
+  // on that stream from any thread, and while such a route exists the allocator queries no stream and
+  // frees nothing to the device. Thread-safe.
+  // begin throws IllegalState (filter already routed); end throws NotFound (no route to id from here);
+  // release throws NotFound (no such pool, or released by all its users) and may block (waits for the
+  // work queued on the pool's segments before giving them back).
+  void beginAllocateToPool(PoolId id, const streams::Stream* filter);
+  void endAllocateToPool(PoolId id);
+  void releasePool(PoolId id);
+
+ private:
+  struct PendingUse {
+    std::shared_ptr<streams::Stream> stream;
+    uint64_t seq;
+    Block* block;
+  };
+  struct Route {
+    PoolId pool;
+    uint64_t stream;  // 0: a thread route
+    std::thread::id thread;
+  };
+  using Lock = std::unique_lock<std::mutex>;
+
+  // --- finding and making blocks (device_allocator.cpp)
+  PrivatePool* routeFor(uint64_t stream);
+  BlockPool& poolOf(PrivatePool* owner, PoolKind kind) {
+    return owner != nullptr ? owner->of(kind) : (kind == PoolKind::Small ? small_ : large_);
+  }
+  Block* takeCached(BlockPool& pool, uint64_t stream, size_t rounded);
+  Block* allocateFresh(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded);
+  Block* newSegment(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded);
+  Block* outOfMemoryLadder(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded);
+  void serve(Block* b, size_t rounded, size_t requested);
+  void cache(Block* b);
+  void freeBlock(Block* b);
+  void deferUntilUsesDone(Block* b);
+  bool capturing() const { return streamRoutes_ > 0; }
+  bool allowedToGrow(size_t bytes) const;
+  size_t granular(size_t bytes) const { return (bytes + granularity_ - 1) / granularity_ * granularity_; }
+  void inactiveSplitIn(const Block* b);
+  void inactiveSplitOut(const Block* b);
+  void countSegment(const Segment& seg, bool added);
+  void countMapped(const Segment& seg, size_t bytes, size_t chunks, bool mapped);
+  [[noreturn]] void outOfMemory(Lock& lock, size_t size, size_t rounded);
+  std::string outOfMemoryMessage(size_t size, size_t rounded, uint64_t free, uint64_t total) const;
+
+  // --- giving memory back (device_allocator_release.cpp)
+  void processEvents();
+  void waitForPendingUses();
+  bool releaseOversize(BlockPool& pool, uint64_t stream, size_t rounded);
+  // Frees every cached segment of the default pools and of released private pools; returns the
+  // device's sticky fault, if any (freed all the same).
+  mtiaError_t releaseCached();
+  void releaseSegmentIfIdle(Segment* seg);
+  void releaseSegment(Segment* seg);
+  bool segmentIdle(const Segment& seg) const;
+  void collectGarbage();
+  void releaseReadyPoolSegments(bool wait);
+  void forgetPoolIfUnused(PrivatePool* pool);
+
+  // --- expandable segments (expandable_segments.cpp)
+  Block* growExpandable(BlockPool& pool, streams::Stream& stream, size_t rounded);
+  Segment* newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded);
+  Block* mapRun(Segment* seg, Block* start, size_t rounded);
+  void shrinkExpandable(Segment* seg);
+  void coalesceUnmapped(Block* b);
+
+  DriverMemory memory_;
+  AllocatorContext& context_;
+  const int device_;
+  const uint64_t totalMemory_;
+  const size_t granularity_;
+
+  mutable std::mutex mu_;
+  AllocConfig config_;
+  double fraction_ = 1.0;
+  bool fractionSet_ = false;
+  BlockPool small_{PoolKind::Small};
+  BlockPool large_{PoolKind::Large};
+  std::unordered_map<uintptr_t, Block*> live_;  // allocated blocks by address
+  std::map<uintptr_t, Segment*> segments_;      // by base address
+  std::vector<PendingUse> pending_;             // frees waiting for other streams
+  std::vector<Block*> freedDuringCapture_;      // frees with other streams' uses, deferred to the capture's end
+  std::unordered_map<PoolId, std::unique_ptr<PrivatePool>, PoolIdHash> pools_;
+  std::vector<Route> routes_;
+  int streamRoutes_ = 0;
+  std::vector<Segment*> releasable_;  // idle segments of released pools, waiting for their stream
+  DeviceStats stats_;
+  uint64_t searches_ = 0;  // cache searches so far: the clock of garbage collection's ages
+  std::string driverRefusal_;  // why the driver refused memory during the current request ("" if it did not)
+};
+
+}  // namespace mtia::allocator
