@@ -27,6 +27,7 @@ struct Block {
   uint64_t stream = 0;        // the stream it was allocated on; a free block is reused on it only
   BlockPool* pool = nullptr;  // the pool it belongs to (a private pool's, or a device pool)
   bool allocated = false;
+  bool cached = false;        // in its pool's set of free blocks
   Block* prev = nullptr;      // neighbours in the segment, lower and higher addresses
   Block* next = nullptr;
   Segment* segment = nullptr;  // the segment it is part of

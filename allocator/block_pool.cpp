@@ -5,7 +5,7 @@
 namespace mtia::allocator {
 
 Block* splitBlock(Block* b, size_t rounded) {
-  Block* rest = new Block;
+  Block* rest = b->pool->makeBlock();
   rest->address = b->address + rounded;
   rest->size = b->size - rounded;
   rest->stream = b->stream;
@@ -22,28 +22,43 @@ Block* splitBlock(Block* b, size_t rounded) {
 
 size_t mergeFreeNeighbours(Block* b) {
   size_t gained = 0;
-  if (Block* p = b->prev; p != nullptr && !p->allocated && b->pool->erase(p)) {
+  if (Block* p = b->prev; p != nullptr && b->pool->erase(p)) {
     b->address = p->address;
     b->size += p->size;
     gained += p->size;
     b->prev = p->prev;
     if (b->prev != nullptr) b->prev->next = b;
     if (b->segment != nullptr && b->segment->head == p) b->segment->head = b;
-    delete p;
+    b->pool->destroyBlock(p);
   }
-  if (Block* n = b->next; n != nullptr && !n->allocated && b->pool->erase(n)) {
+  if (Block* n = b->next; n != nullptr && b->pool->erase(n)) {
     b->size += n->size;
     gained += n->size;
     b->next = n->next;
     if (b->next != nullptr) b->next->prev = b;
-    delete n;
+    b->pool->destroyBlock(n);
   }
   return gained;
 }
 
-void BlockPool::insert(Block* b) { free_.insert(b); }
+void BlockPool::insert(Block* b) {
+  free_.insert(b);
+  b->cached = true;
+}
 
-bool BlockPool::erase(Block* b) { return free_.erase(b) != 0; }
+bool BlockPool::erase(Block* b) {
+  if (!contains(b)) return false;
+  free_.erase(b);
+  b->cached = false;
+  return true;
+}
+
+Block* BlockPool::makeBlock() { return new (store_.allocate(sizeof(Block))) Block; }
+
+void BlockPool::destroyBlock(Block* b) noexcept {
+  b->~Block();
+  store_.deallocate(b, sizeof(Block));
+}
 
 Block* BlockPool::bestFit(uint64_t stream, size_t rounded, const AllocConfig& config) const {
   Block key;

@@ -7,6 +7,7 @@
 
 #include "allocator/alloc_config.hpp"
 #include "allocator/block.hpp"
+#include "allocator/node_recycler.hpp"
 
 #include <cstddef>
 #include <set>
@@ -28,7 +29,12 @@ class BlockPool {
   void insert(Block* b);
   // Takes a cached block out; false when it was not cached here.
   bool erase(Block* b);
-  bool contains(Block* b) const { return free_.count(b) != 0; }
+  bool contains(const Block* b) const { return b->cached && b->pool == this; }
+
+  // Blocks of this pool come from (and go back to) its own recycling store: splitting and merging on
+  // every allocation and free then costs no trip to malloc. Throws std::bad_alloc.
+  Block* makeBlock();
+  void destroyBlock(Block* b) noexcept;
   size_t size() const { return free_.size(); }
 
   // The smallest cached block of stream that may serve a rounded request (mayServe: oversize blocks
@@ -52,7 +58,9 @@ class BlockPool {
   };
 
   const PoolKind kind_;
-  std::set<Block*, ByStreamSizeAddress> free_;
+  NodeRecycler store_;  // blocks and set nodes; outlives free_
+  std::set<Block*, ByStreamSizeAddress, RecyclingAllocator<Block*>> free_{ByStreamSizeAddress{},
+                                                                           RecyclingAllocator<Block*>(&store_)};
 };
 
 }  // namespace mtia::allocator

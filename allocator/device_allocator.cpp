@@ -25,7 +25,7 @@ DeviceAllocator::~DeviceAllocator() {
     }
     for (Block* b = seg->head; b != nullptr;) {
       Block* next = b->next;
-      delete b;
+      b->pool->destroyBlock(b);
       b = next;
     }
     delete seg;
@@ -135,8 +135,17 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
     driverRefusal_ = memory_.why();
     return nullptr;
   }
-  auto seg = std::make_unique<Segment>();
-  auto b = std::make_unique<Block>();
+  std::unique_ptr<Segment> seg;
+  Block* b = nullptr;
+  try {
+    seg = std::make_unique<Segment>();
+    b = pool.makeBlock();
+    segments_.emplace(va, seg.get());
+  } catch (...) {
+    if (b != nullptr) pool.destroyBlock(b);
+    memory_.release(va, size, mem);
+    throw;
+  }
   seg->base = va;
   seg->size = size;
   seg->kind = pool.kind();
@@ -149,17 +158,11 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
   b->stream = seg->stream;
   b->pool = &pool;
   b->segment = seg.get();
-  seg->head = b.get();
-  try {
-    segments_.emplace(va, seg.get());
-  } catch (...) {
-    memory_.release(va, size, mem);
-    throw;
-  }
+  seg->head = b;
   countSegment(*seg, true);
   countMapped(*seg, size, 1, true);
   seg.release();
-  return b.release();
+  return b;
 }
 
 void DeviceAllocator::serve(Block* b, size_t rounded, size_t requested) {
@@ -167,7 +170,7 @@ void DeviceAllocator::serve(Block* b, size_t rounded, size_t requested) {
   if (shouldSplit(pool.kind(), b->segment->expandable, b->size, rounded, config_)) cache(splitBlock(b, rounded));
   b->allocated = true;
   b->requested = requested;
-  live_.emplace(b->address, b);
+  live_.insert(b->address, b);
   const PoolKind kind = pool.kind();
   const auto size = static_cast<int64_t>(b->size);
   stats_.allocation.increase(kind, 1);
@@ -224,8 +227,8 @@ void DeviceAllocator::countMapped(const Segment& seg, size_t bytes, size_t chunk
 
 void DeviceAllocator::free(void* ptr) {
   Lock lock(mu_);
-  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == live_.end()) {
+  Block* b = live_.erase(reinterpret_cast<uintptr_t>(ptr));
+  if (b == nullptr) {
     lock.unlock();
     if (auto inside = find(ptr))
       fail(mtiaErrorInvalidValue, "ptr {} points inside the allocation at {}; pass the pointer the allocation returned",
@@ -233,8 +236,6 @@ void DeviceAllocator::free(void* ptr) {
     fail(mtiaErrorInvalidValue, "ptr {} is not a live allocation of device {} (never allocated or already freed)", ptr,
          device_);
   }
-  Block* b = it->second;
-  live_.erase(it);
   b->allocated = false;
   const PoolKind kind = b->pool->kind();
   stats_.allocation.decrease(kind, 1);
@@ -274,10 +275,9 @@ void DeviceAllocator::freeBlock(Block* b) {
 
 void DeviceAllocator::recordStream(void* ptr, std::shared_ptr<streams::Stream> stream) {
   std::lock_guard lock(mu_);
-  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == live_.end())
+  Block* b = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  if (b == nullptr)
     fail(mtiaErrorInvalidValue, "ptr {} is not the start of a live allocation of device {}", ptr, device_);
-  Block* b = it->second;
   if (static_cast<uint64_t>(stream->id()) == b->stream) return;
   for (const auto& s : b->streamUses)
     if (s.get() == stream.get()) return;
@@ -287,10 +287,8 @@ void DeviceAllocator::recordStream(void* ptr, std::shared_ptr<streams::Stream> s
 std::optional<Allocation> DeviceAllocator::find(const void* ptr) const {
   const auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
-  const Block* hit = nullptr;
-  if (auto it = live_.find(p); it != live_.end()) {
-    hit = it->second;
-  } else {
+  const Block* hit = live_.find(p);
+  if (hit == nullptr) {
     auto s = segments_.upper_bound(p);
     if (s == segments_.begin()) return std::nullopt;
     --s;

@@ -17,6 +17,7 @@
 // callbacks run with it released.
 #pragma once
 
+#include "allocator/address_map.hpp"
 #include "allocator/alloc_config.hpp"
 #include "allocator/allocation.hpp"
 #include "allocator/allocator_context.hpp"
@@ -162,7 +163,7 @@ class DeviceAllocator {
   bool fractionSet_ = false;
   BlockPool small_{PoolKind::Small};
   BlockPool large_{PoolKind::Large};
-  std::unordered_map<uintptr_t, Block*> live_;  // allocated blocks by address
+  AddressMap live_;                             // allocated blocks by address
   std::map<uintptr_t, Segment*> segments_;      // by base address
   std::vector<PendingUse> pending_;             // frees waiting for other streams
   std::vector<Block*> freedDuringCapture_;      // frees with other streams' uses, deferred to the capture's end

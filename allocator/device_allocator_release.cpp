@@ -40,7 +40,7 @@ void DeviceAllocator::waitForPendingUses() {
 bool DeviceAllocator::segmentIdle(const Segment& seg) const {
   for (const Block* b = seg.head; b != nullptr; b = b->next) {
     if (b->allocated || b->pendingUses > 0) return false;
-    if (b->mapped && !b->pool->contains(const_cast<Block*>(b))) return false;
+    if (b->mapped && !b->pool->contains(b)) return false;
   }
   return true;
 }
@@ -92,7 +92,7 @@ void DeviceAllocator::releaseSegment(Segment* seg) {
   PrivatePool* owner = seg->owner;
   for (Block* b = seg->head; b != nullptr;) {
     Block* next = b->next;
-    delete b;
+    b->pool->destroyBlock(b);
     b = next;
   }
   delete seg;

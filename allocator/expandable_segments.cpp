@@ -22,7 +22,7 @@ void absorbNext(Block* b) {
   b->size += n->size;
   b->next = n->next;
   if (b->next != nullptr) b->next->prev = b;
-  delete n;
+  n->pool->destroyBlock(n);
 }
 
 }  // namespace
@@ -71,8 +71,18 @@ Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream&
     driverRefusal_ = memory_.why();
     return nullptr;
   }
-  auto seg = std::make_unique<Segment>();
-  auto b = std::make_unique<Block>();
+  std::unique_ptr<Segment> seg;
+  Block* b = nullptr;
+  try {
+    seg = std::make_unique<Segment>();
+    b = pool.makeBlock();
+    seg->chunks.assign(size / chunk, nullptr);
+    segments_.emplace(va, seg.get());
+  } catch (...) {
+    if (b != nullptr) pool.destroyBlock(b);
+    memory_.unreserve(va, size);
+    throw;
+  }
   seg->base = va;
   seg->size = size;
   seg->kind = pool.kind();
@@ -81,20 +91,13 @@ Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream&
   seg->expandable = true;
   seg->chunkSize = chunk;
   if (pool.owner != nullptr) seg->streamRef = stream.shared_from_this();
-  try {
-    seg->chunks.assign(size / chunk, nullptr);
-    segments_.emplace(va, seg.get());
-  } catch (...) {
-    memory_.unreserve(va, size);
-    throw;
-  }
   b->address = va;
   b->size = size;
   b->stream = seg->stream;
   b->pool = &pool;
   b->segment = seg.get();
   b->mapped = false;
-  seg->head = b.release();
+  seg->head = b;
   countSegment(*seg, true);
   return seg.release();
 }

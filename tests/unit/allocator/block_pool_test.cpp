@@ -1,5 +1,6 @@
 // Blocks and pools: best fit per stream, the oversize rules, split and merge.
 #include "allocator/block_pool.hpp"
+#include "allocator/segment.hpp"
 
 #include <gtest/gtest.h>
 
@@ -66,7 +67,10 @@ TEST(BlockPool, OversizeBlocksFollowMaxSplitSize) {
 
 TEST(BlockPool, SplitAndMergeRestoreTheSegment) {
   BlockPool pool(PoolKind::Small);
-  auto* whole = new Block;
+  Segment seg;
+  Block* whole = pool.makeBlock();
+  whole->segment = &seg;
+  seg.head = whole;
   whole->address = 0x1000000;
   whole->size = 2 * kMiB;
   whole->stream = 7;
@@ -101,14 +105,15 @@ TEST(BlockPool, SplitAndMergeRestoreTheSegment) {
   EXPECT_EQ(b->address, 0x1000000u);
   EXPECT_EQ(b->size, 2 * kMiB);
   EXPECT_FALSE(b->isSplit());
-  EXPECT_EQ(pool.size(), 0u);  // the neighbours left the pool (and were deleted)
-  delete b;
+  EXPECT_EQ(pool.size(), 0u);  // the neighbours left the pool (and were destroyed)
+  EXPECT_EQ(seg.head, b);      // a was the segment's head; the merged block took its place
+  pool.destroyBlock(b);
 }
 
 TEST(BlockPool, NeighboursNotCachedInThePoolStayApart) {
   // A free neighbour that is not cached (its frees still wait for other streams) is not merged.
   BlockPool pool(PoolKind::Small);
-  auto* whole = new Block;
+  Block* whole = pool.makeBlock();
   whole->address = 0x2000000;
   whole->size = 2 * kMiB;
   whole->stream = 1;
@@ -120,5 +125,5 @@ TEST(BlockPool, NeighboursNotCachedInThePoolStayApart) {
   pool.insert(rest);
   EXPECT_EQ(mergeFreeNeighbours(whole), 2 * kMiB - 512);
   EXPECT_EQ(whole->size, 2 * kMiB);
-  delete whole;
+  pool.destroyBlock(whole);
 }
