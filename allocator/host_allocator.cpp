@@ -156,13 +156,23 @@ void HostAllocator::free(void* ptr) {
   live_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void HostAllocator::recordStream(const void* hostPtr, std::shared_ptr<streams::Stream> stream) {
+HostAllocator::Block* HostAllocator::liveLocked(const void* hostPtr) const {
   const auto p = reinterpret_cast<uintptr_t>(hostPtr);
-  std::lock_guard lock(mu_);
   Block* b = containingLocked(p);
   if (b == nullptr || b->state != State::Live || p - reinterpret_cast<uintptr_t>(b->base) >= b->requested)
     fail(mtiaErrorInvalidValue, "hostPtr {} is not inside a live mtiaMallocHost allocation{}", hostPtr,
          b != nullptr && b->state != State::Live ? " (it was freed)" : "");
+  return b;
+}
+
+void HostAllocator::checkLive(const void* hostPtr) const {
+  std::lock_guard lock(mu_);
+  liveLocked(hostPtr);
+}
+
+void HostAllocator::recordStream(const void* hostPtr, std::shared_ptr<streams::Stream> stream) {
+  std::lock_guard lock(mu_);
+  Block* b = liveLocked(hostPtr);
   for (const StreamUse& use : b->uses)
     if (use.stream == stream) return;
   b->uses.push_back(StreamUse{std::move(stream), 0});

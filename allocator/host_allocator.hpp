@@ -86,6 +86,9 @@ class HostAllocator {
   // non-blocking. Throws Error(mtiaErrorInvalidValue) naming "hostPtr" when it lies in no live
   // allocation.
   void recordStream(const void* hostPtr, std::shared_ptr<streams::Stream> stream);
+  // Throws what recordStream throws for hostPtr, without recording (ABI calls check their arguments in
+  // order). Thread-safe, non-blocking.
+  void checkLive(const void* hostPtr) const;
 
   // The live allocation containing ptr (interior pointers resolve; freed blocks do not). Thread-safe,
   // non-blocking; lock-free while no allocation is live. Never throws.
@@ -132,6 +135,7 @@ class HostAllocator {
   std::unique_ptr<Block> mapBlock(size_t size, size_t capacity, int node);  // no lock held
   void unmapBlock(const Block& b) noexcept;                                 // no lock held
   Block* containingLocked(uintptr_t p) const;    // the block whose capacity holds p, in any state
+  Block* liveLocked(const void* hostPtr) const;  // the live block holding hostPtr; throws InvalidValue
   void cacheLocked(Block* b, Released& released);
   void pollPendingLocked(Released& released);    // pending blocks whose streams finished -> cache
   static bool finished(std::vector<StreamUse>& uses, Released& released);  // drops finished uses

@@ -58,6 +58,7 @@ struct CopyPlan {
   mtiaDrvCommand cmd{};
   Device* device = nullptr;  // null: host to host with no device at all
   bool hostInvolved = false;
+  bool dstHost = false, srcHost = false;
 };
 
 CopyPlan planCopy(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind) {
@@ -83,6 +84,8 @@ CopyPlan planCopy(Runtime& rt, void* dst, const void* src, size_t count, mtiaMem
   plan.cmd.u.copy.src = src;
   plan.cmd.u.copy.size = count;
   plan.hostInvolved = !d || !s;
+  plan.dstHost = !d;
+  plan.srcHost = !s;
   plan.device = d ? d->device : s ? s->device : nullptr;
   if (plan.device == nullptr && rt.deviceCount() > 0) plan.device = &rt.currentDevice();
   return plan;
@@ -114,12 +117,37 @@ void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyK
   runAndWait(*rt.defaultStream(*plan.device), plan.cmd);
 }
 
+namespace {
+
+// Whether [ptr, ptr + count) lies inside one live mtiaMallocHost allocation.
+bool pinnedRange(Runtime& rt, const void* ptr, size_t count) {
+  const auto b = rt.hostAllocator().find(ptr);
+  return b && count <= b->size - (static_cast<const char*>(ptr) - static_cast<const char*>(b->base));
+}
+
+// Whether the host sides of a copy are all pinned memory, which the copy may then use after the call
+// returns: each is recorded for stream, so the pinned cache does not hand it out again before the copy
+// ran, however soon it is freed (what PyTorch's host allocator does for its copies too).
+bool holdPinnedSides(Runtime& rt, const CopyPlan& plan, void* dst, const void* src, size_t count,
+                     streams::Stream& stream) {
+  if ((plan.dstHost && !pinnedRange(rt, dst, count)) || (plan.srcHost && !pinnedRange(rt, src, count))) return false;
+  try {
+    if (plan.dstHost) rt.hostAllocator().recordStream(dst, stream.shared_from_this());
+    if (plan.srcHost) rt.hostAllocator().recordStream(src, stream.shared_from_this());
+  } catch (const Error&) {
+    return false;  // freed by another thread meanwhile: copy it as pageable memory
+  }
+  return true;
+}
+
+}  // namespace
+
 void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind, streams::Stream& stream) {
   if (count == 0) return;
   CopyPlan plan = planCopy(rt, dst, src, count, kind);
   // Host memory that is not pinned may be reused or freed as soon as the call returns (CUDA's rule for
-  // pageable memory), so such copies finish before returning.
-  if (plan.hostInvolved)
+  // pageable memory), so such copies finish before returning; pinned memory only queues, as in CUDA.
+  if (plan.hostInvolved && !holdPinnedSides(rt, plan, dst, src, count, stream))
     runAndWait(stream, plan.cmd);
   else
     stream.submit(plan.cmd);
@@ -162,6 +190,11 @@ void pointerAttributes(Runtime& rt, const void* ptr, mtiaPointerAttributes* out)
     a.device = d->device->ordinal();
     a.base = d->allocation.base;
     a.size = d->allocation.size;
+  } else if (auto h = rt.hostAllocator().find(ptr)) {
+    a.type = mtiaMemoryTypeHost;
+    a.base = h->base;
+    a.size = h->size;
+    a.locked = h->locked ? 1 : 0;
   }
   writeSized(out, a);
 }

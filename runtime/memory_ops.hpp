@@ -25,7 +25,8 @@ std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr);
 void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 void fillSync(Runtime& rt, void* ptr, int value, size_t count);
 // Stream-ordered forms (mtiaMemcpyAsync, mtiaMemsetAsync, mtiaMemcpyPeerAsync): same checks; copies that
-// involve host memory finish before returning (pageable memory), the others only queue.
+// involve pageable host memory finish before returning, the others only queue (pinned memory from
+// mtiaMallocHost is recorded for the stream, as mtiaHostRecordStream does).
 void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind, streams::Stream& stream);
 void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream);
 void copyPeerAsync(Runtime& rt, void* dst, int dstDev, const void* src, int srcDev, size_t count,

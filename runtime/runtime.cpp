@@ -68,6 +68,7 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   options_ = readRuntimeOptions(processEnv());
   setLogLevel(options_.logLevel);
   allocContext_ = std::make_unique<allocator::AllocatorContext>(readAllocatorSettings());
+  hostAllocator_ = std::make_unique<allocator::HostAllocator>(allocContext_->config());
   static constexpr driver::BuiltinDriver kBuiltins[] = {{"sim", mtiaSimDriverGetOps}};
   driver_ = driver::loadDriver(options_.driver, kBuiltins, libraryDir());
   const int32_t driverCount = driver_->deviceCount();
@@ -96,7 +97,12 @@ Runtime& Runtime::instance() {
       gRuntime = new Runtime();
       // Work still queued at exit runs to completion before static destruction tears down what
       // host functions and kernels may use (CUDA drains its contexts at exit as well).
-      std::atexit([] { gRuntime->drain(); });
+      // The pinned allocator's polling thread stops then too: it must not ask the driver about queues
+      // while static destruction runs.
+      std::atexit([] {
+        gRuntime->drain();
+        gRuntime->hostAllocator().stopBackgroundThread();
+      });
       gReady.store(gRuntime, std::memory_order_release);
     } catch (const std::exception& e) {
       gInitFailure = e.what();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "allocator/allocator_context.hpp"
+#include "allocator/host_allocator.hpp"
 #include "runtime/core/handle_table.hpp"
 #include "runtime/core/options.hpp"
 #include "runtime/device.hpp"
@@ -47,6 +48,9 @@ class Runtime {
   Kernels& kernels() noexcept { return kernels_; }
   // What the device allocators share: settings (MTIA_ALLOC_CONF, mtiaAllocatorSetConfig), observers.
   allocator::AllocatorContext& allocatorContext() noexcept { return *allocContext_; }
+  // The process's caching pinned-host allocator (mtiaMallocHost); placement asks the caller for the
+  // device's NUMA node. Thread-safe.
+  allocator::HostAllocator& hostAllocator() noexcept { return *hostAllocator_; }
   // The device whose memory ptr is, if any (address ranges first, then the allocators). Thread-safe.
   Device* deviceOfAddress(const void* ptr);
 
@@ -56,6 +60,7 @@ class Runtime {
   RuntimeOptions options_;
   std::unique_ptr<driver::Driver> driver_;
   std::unique_ptr<allocator::AllocatorContext> allocContext_;
+  std::unique_ptr<allocator::HostAllocator> hostAllocator_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<StreamRegistry> streams_;
   const int initPid_;  // the process that initialised the runtime (drain() skips forked children)

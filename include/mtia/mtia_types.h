@@ -175,6 +175,7 @@ typedef struct mtiaPointerAttributes {
   int32_t device; /* -1 unless type is device */
   void* base;     /* start of the allocation the pointer lies in */
   size_t size;    /* size of that allocation */
+  int32_t locked; /* 1 for host memory from mtiaMallocHost that is page-locked, else 0 */
   /* new fields are appended only */
 } mtiaPointerAttributes;
 #define MTIA_POINTER_ATTRIBUTES_INIT MTIA_STRUCT_INIT(mtiaPointerAttributes)
