@@ -229,7 +229,9 @@ std::string DeviceAllocator::outOfMemoryMessage(size_t size, size_t rounded, uin
   const auto limit = static_cast<uint64_t>(fraction_ * static_cast<double>(total));
   if (fractionSet_) m += fmt::format("; its memory fraction {} allows {}", fraction_, formatBytes(limit));
   m += ". ";
-  if (fractionSet_ && reserved + segmentSize(rounded) > limit && free >= segmentSize(rounded))
+  if (rounded > total)
+    m += "The request is larger than the device's memory.";
+  else if (fractionSet_ && reserved + segmentSize(rounded) > limit && free >= segmentSize(rounded))
     m += "The memory fraction is the limit (mtiaSetMemoryFraction, per_process_memory_fraction).";
   else if (unallocated >= rounded)
     m += "Fragmentation: more than the request is reserved but unallocated, yet no free block fits; "

@@ -1,6 +1,7 @@
 /* The README's main job: a workload on the (simulated) device through the
  * public C ABI only. Lists devices, runs built-in kernels on two streams joined
- * by an event, times them with events, checks the numbers.
+ * by an event, times them with events, checks the numbers, prints the caching
+ * allocator's statistics and shows what an out-of-memory report looks like.
  * Exit status 0 when every check passed. */
 #include <mtia/mtia.h>
 
@@ -138,6 +139,62 @@ static int run_on(int dev) {
   return failures;
 }
 
+static void print_row(const char* name, const mtiaStat* s, int bytes) {
+  if (bytes)
+    printf("  %-22s %12.2f %12.2f %14.2f %14.2f\n", name, (double)s->current / 1048576.0, (double)s->peak / 1048576.0,
+           (double)s->allocated / 1048576.0, (double)s->freed / 1048576.0);
+  else
+    printf("  %-22s %12lld %12lld %14lld %14lld\n", name, (long long)s->current, (long long)s->peak,
+           (long long)s->allocated, (long long)s->freed);
+}
+
+/* The caching allocator's statistics of dev, as torch.cuda.memory_summary() groups them. */
+static void print_memory_stats(int dev) {
+  mtiaMemoryStats st = MTIA_MEMORY_STATS_INIT;
+  CHECK(mtiaMemoryGetStats(dev, &st));
+  printf("memory of device %d (caching allocator; sizes in MiB)\n", dev);
+  printf("  %-22s %12s %12s %14s %14s\n", "", "current", "peak", "total alloc", "total freed");
+  print_row("allocated (MiB)", &st.allocated_bytes[mtiaStatAll], 1);
+  print_row("reserved (MiB)", &st.reserved_bytes[mtiaStatAll], 1);
+  print_row("active (MiB)", &st.active_bytes[mtiaStatAll], 1);
+  print_row("inactive split (MiB)", &st.inactive_split_bytes[mtiaStatAll], 1);
+  print_row("requested (MiB)", &st.requested_bytes[mtiaStatAll], 1);
+  print_row("allocations", &st.allocation[mtiaStatAll], 0);
+  print_row("  small pool", &st.allocation[mtiaStatSmallPool], 0);
+  print_row("  large pool", &st.allocation[mtiaStatLargePool], 0);
+  print_row("segments", &st.segment[mtiaStatAll], 0);
+  printf("  device allocations %lld, device frees %lld, retries %lld, out-of-memory %lld\n",
+         (long long)st.num_device_alloc, (long long)st.num_device_free, (long long)st.num_alloc_retries,
+         (long long)st.num_ooms);
+}
+
+static void on_oom(int dev, size_t requested, size_t total, size_t free_mem, void* user) {
+  (void)user;
+  printf("  observer: device %d could not allocate %zu bytes (total %zu, free %zu)\n", dev, requested, total, free_mem);
+}
+
+/* Asks device 0 for more than it has: the observer runs, and the error says why, with the figures a user
+ * needs to tell fragmentation from exhaustion. Returns 1 when the allocator did not refuse. */
+static int show_out_of_memory(void) {
+  size_t free_mem = 0, total = 0;
+  void* keep = NULL;
+  void* p = NULL;
+  mtiaError_t st;
+  CHECK(mtiaSetDevice(0));
+  CHECK(mtiaAttachOutOfMemoryObserver(on_oom, NULL));
+  CHECK(mtiaMemGetInfo(&free_mem, &total));
+  CHECK(mtiaMalloc(&keep, 3u << 20));
+  printf("out-of-memory report (asking device 0 for %zu bytes more than it has):\n", total);
+  st = mtiaMalloc(&p, 2 * total);
+  if (st != mtiaErrorMemoryAllocation) {
+    printf("mtia-demo: expected mtiaErrorMemoryAllocation, got %s\n", mtiaGetErrorName(st));
+    return 1;
+  }
+  printf("  %s: %s\n", mtiaGetErrorName(st), mtiaGetLastErrorMessage());
+  CHECK(mtiaFree(keep));
+  return 0;
+}
+
 int main(void) {
   int count = 0, dev, failures = 0;
   CHECK(mtiaGetDeviceCount(&count));
@@ -147,6 +204,8 @@ int main(void) {
     return 0;
   }
   for (dev = 0; dev < count; ++dev) failures += run_on(dev);
+  print_memory_stats(0);
+  failures += show_out_of_memory();
   if (failures)
     printf("mtia-demo: %d wrong values\n", failures);
   else

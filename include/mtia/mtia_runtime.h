@@ -352,8 +352,10 @@ MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count);
 /** Copies count bytes in stream order on stream (NULL: the current stream). kind as for mtiaMemcpy;
  * device ranges may lie on any device. Device-to-device copies return at once. A copy from or to
  * host memory that is not pinned (mtiaMallocHost) returns once the copy is done, as CUDA does for
- * pageable memory, so the caller may reuse the host buffer at once. Thread-safe; see above for
- * blocking; legal during capture (device-to-device).
+ * pageable memory, so the caller may reuse the host buffer at once. A copy whose host ranges lie inside
+ * live mtiaMallocHost allocations returns at once, and stream is recorded for that memory as
+ * mtiaHostRecordStream does, so it may be freed right away. Thread-safe; see above for blocking;
+ * legal during capture (device-to-device).
  * Errors: as mtiaMemcpy, plus mtiaErrorInvalidHandle (stream). */
 MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
                                      mtiaStream_t stream);
@@ -372,9 +374,10 @@ MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src,
                                          mtiaStream_t stream);
 
 /** What ptr points at: device memory (device, base and size of the allocation it lies in; interior
- * pointers resolve), host memory registered with the runtime, or unregistered memory (success, type
- * mtiaMemoryTypeUnregistered). Set attr->structSize first (MTIA_POINTER_ATTRIBUTES_INIT).
- * Thread-safe, non-blocking, legal during capture.
+ * pointers resolve), pinned host memory from mtiaMallocHost (type mtiaMemoryTypeHost, device -1, base
+ * and size of the allocation, locked 1 when it is page-locked), or unregistered memory (success, type
+ * mtiaMemoryTypeUnregistered; also freed memory). Set attr->structSize first
+ * (MTIA_POINTER_ATTRIBUTES_INIT). Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (attr NULL or structSize < 4). */
 MTIA_API mtiaError_t mtiaPointerGetAttributes(mtiaPointerAttributes* attr, const void* ptr);
 
@@ -474,8 +477,9 @@ MTIA_API mtiaError_t mtiaGraphPoolHandle(mtiaMemPoolId_t* id);
  * every allocation made on that stream from any thread (graph capture), and while such a stream route
  * exists the allocator neither queries events nor frees memory to the device. Blocks of a private pool
  * never serve other pools. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (id {0,0}), mtiaErrorInvalidDevice, mtiaErrorNoDevice,
- * mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the filter is already routed to a pool). */
+ * Errors: mtiaErrorInvalidValue (id {0,0}, or filter is a stream of another device),
+ * mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the
+ * filter is already routed to a pool). */
 MTIA_API mtiaError_t mtiaMemPoolBeginAllocateToPool(int dev, mtiaMemPoolId_t id, mtiaStream_t filter);
 
 /** Ends the routes to pool id on dev that the calling thread opened with a NULL filter and every stream
