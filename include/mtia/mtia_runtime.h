@@ -477,8 +477,9 @@ MTIA_API mtiaError_t mtiaGraphPoolHandle(mtiaMemPoolId_t* id);
  * every allocation made on that stream from any thread (graph capture), and while such a stream route
  * exists the allocator neither queries events nor frees memory to the device. Blocks of a private pool
  * never serve other pools. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (id {0,0}), mtiaErrorInvalidDevice, mtiaErrorNoDevice,
- * mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the filter is already routed to a pool). */
+ * Errors: mtiaErrorInvalidValue (id {0,0}, or filter is a stream of another device),
+ * mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the
+ * filter is already routed to a pool). */
 MTIA_API mtiaError_t mtiaMemPoolBeginAllocateToPool(int dev, mtiaMemPoolId_t id, mtiaStream_t filter);
 
 /** Ends the routes to pool id on dev that the calling thread opened with a NULL filter and every stream
