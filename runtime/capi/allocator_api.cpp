@@ -70,6 +70,7 @@ MTIA_API mtiaError_t mtiaEmptyCache(void) {
         if (!first) first = e;
       }
     }
+    rt.hostAllocator().emptyCache();
     if (first) throw *first;
   });
 }
@@ -81,6 +82,7 @@ MTIA_API mtiaError_t mtiaAllocatorSetConfig(const char* conf) {
     alloc::AllocatorContext& ctx = rt.allocatorContext();
     const alloc::AllocConfig next = alloc::AllocConfig::parse(conf, ctx.config());
     ctx.setConfig(next);
+    rt.hostAllocator().setConfig(next);
     for (int i = 0; i < rt.deviceCount(); ++i)
       if (alloc::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) mem->setConfig(next);
   });
