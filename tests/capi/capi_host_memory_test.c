@@ -412,6 +412,18 @@ static void memlock(void) {
   CHECK_OK(mtiaFreeHost(a));
   CHECK_OK(mtiaFreeHost(b));
   CHECK_OK(mtiaFreeHost(c));
+
+  /* Room for two pages: the cached locked page of b leaves room for one more only, until
+   * mtiaEmptyCache returns it to the OS. */
+  lowered.rlim_cur = (rlim_t)(2 * sysconf(_SC_PAGESIZE));
+  CHECK_TRUE(setrlimit(RLIMIT_MEMLOCK, &lowered) == 0);
+  CHECK_OK(mtiaMallocHost(&a, (size_t)sysconf(_SC_PAGESIZE) + 1)); /* a two-page block */
+  CHECK_TRUE(attributes_of(a).locked == 0);
+  CHECK_OK(mtiaFreeHost(a));
+  CHECK_OK(mtiaEmptyCache());
+  CHECK_OK(mtiaMallocHost(&a, (size_t)sysconf(_SC_PAGESIZE) + 1));
+  CHECK_TRUE(attributes_of(a).locked == 1);
+  CHECK_OK(mtiaFreeHost(a));
   CHECK_TRUE(setrlimit(RLIMIT_MEMLOCK, &saved) == 0);
 }
 
@@ -445,6 +457,47 @@ static void background(void) {
   CHECK_OK(mtiaStreamDestroy(s));
 }
 
+/* pinned_use_background_threads switched on and off through mtiaAllocatorSetConfig: a finished block
+ * comes back either way; with the thread off, at the very next allocation. */
+static void test_background_setting(void) {
+  mtiaStream_t s = NULL;
+  char *p = NULL, *q = NULL;
+  struct timespec start, now;
+  int reused = 0;
+  CHECK_OK(mtiaStreamCreate(&s));
+  CHECK_OK(mtiaAllocatorSetConfig("pinned_use_background_threads:True"));
+  CHECK_OK(mtiaMallocHost((void**)&p, 6000));
+  CHECK_OK(mtiaHostRecordStream(p, s));
+  gate_close(s);
+  CHECK_OK(mtiaFreeHost(p));
+  CHECK_OK(mtiaMallocHost((void**)&q, 6000));
+  CHECK_TRUE(q != p);
+  CHECK_OK(mtiaFreeHost(q));
+  gate_open();
+  CHECK_OK(mtiaStreamSynchronize(s));
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do {
+    CHECK_OK(mtiaMallocHost((void**)&q, 6000));
+    reused = q == p;
+    CHECK_OK(mtiaFreeHost(q));
+    if (!reused) sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while (!reused && now.tv_sec - start.tv_sec < 20);
+  CHECK_TRUE(reused);
+
+  CHECK_OK(mtiaAllocatorSetConfig("pinned_use_background_threads:False"));
+  CHECK_OK(mtiaMallocHost((void**)&p, 6000));
+  CHECK_OK(mtiaHostRecordStream(p, s));
+  gate_close(s);
+  CHECK_OK(mtiaFreeHost(p));
+  gate_open();
+  CHECK_OK(mtiaStreamSynchronize(s));
+  CHECK_OK(mtiaMallocHost((void**)&q, 6000));
+  CHECK_TRUE(q == p);
+  CHECK_OK(mtiaFreeHost(q));
+  CHECK_OK(mtiaStreamDestroy(s));
+}
+
 static void no_devices(void) {
   void* p = (void*)1;
   int local = 0;
@@ -464,6 +517,7 @@ int main(int argc, char** argv) {
     test_pointer_attributes();
     test_placement();
     test_async_copies();
+    test_background_setting();
   } else if (strcmp(mode, "memlock") == 0) {
     memlock();
   } else if (strcmp(mode, "background") == 0) {
