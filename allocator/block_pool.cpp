@@ -2,6 +2,8 @@
 
 #include "allocator/segment.hpp"
 
+#include <iterator>
+
 namespace mtia::allocator {
 
 Block* splitBlock(Block* b, size_t rounded) {
@@ -48,9 +50,29 @@ void BlockPool::insert(Block* b) {
 
 bool BlockPool::erase(Block* b) {
   if (!contains(b)) return false;
-  free_.erase(b);
+  if (lastFit_ != free_.end() && *lastFit_ == b) {
+    free_.erase(lastFit_);
+    lastFit_ = free_.end();
+  } else {
+    free_.erase(b);
+  }
   b->cached = false;
   return true;
+}
+
+void BlockPool::rekey(Block* b, uintptr_t address, size_t size) {
+  auto it = lastFit_ != free_.end() && *lastFit_ == b ? lastFit_ : free_.find(b);
+  b->address = address;
+  b->size = size;
+  // Changing a key in place is sound while the element stays between its neighbours.
+  const ByStreamSizeAddress less;
+  const bool afterPrev = it == free_.begin() || less(*std::prev(it), b);
+  const bool beforeNext = std::next(it) == free_.end() || less(b, *std::next(it));
+  if (afterPrev && beforeNext) return;
+  if (it == lastFit_) lastFit_ = free_.end();
+  free_.erase(it);  // by position: no comparisons with the changed key
+  b->cached = false;
+  insert(b);
 }
 
 Block* BlockPool::makeBlock() { return new (store_.allocate(sizeof(Block))) Block; }
@@ -66,6 +88,7 @@ Block* BlockPool::bestFit(uint64_t stream, size_t rounded, const AllocConfig& co
   key.size = rounded;
   auto it = free_.lower_bound(&key);
   if (it == free_.end() || (*it)->stream != stream) return nullptr;
+  lastFit_ = it;
   // The smallest block that is large enough: if it may not serve the request, no larger one may either
   // (larger blocks are oversize too, or waste more).
   return mayServe((*it)->size, rounded, config) ? *it : nullptr;

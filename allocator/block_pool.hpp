@@ -31,6 +31,12 @@ class BlockPool {
   bool erase(Block* b);
   bool contains(const Block* b) const { return b->cached && b->pool == this; }
 
+  // Gives cached block b a new address and size, keeping it cached: in place when its order among the
+  // cached blocks allows (carving from or growing the one free block of a segment, the common case),
+  // else by taking it out and putting it back. Throws std::bad_alloc only in the latter case (b is then
+  // no longer cached).
+  void rekey(Block* b, uintptr_t address, size_t size);
+
   // Blocks of this pool come from (and go back to) its own recycling store: splitting and merging on
   // every allocation and free then costs no trip to malloc. Throws std::bad_alloc.
   Block* makeBlock();
@@ -57,10 +63,14 @@ class BlockPool {
     }
   };
 
+  using FreeSet = std::set<Block*, ByStreamSizeAddress, RecyclingAllocator<Block*>>;
+
   const PoolKind kind_;
   NodeRecycler store_;  // blocks and set nodes; outlives free_
-  std::set<Block*, ByStreamSizeAddress, RecyclingAllocator<Block*>> free_{ByStreamSizeAddress{},
-                                                                           RecyclingAllocator<Block*>(&store_)};
+  FreeSet free_{ByStreamSizeAddress{}, RecyclingAllocator<Block*>(&store_)};
+  // Where the last bestFit() found its block, so rekey() of that block needs no second search. Reset
+  // whenever that element leaves the set.
+  mutable FreeSet::iterator lastFit_ = free_.end();
 };
 
 }  // namespace mtia::allocator

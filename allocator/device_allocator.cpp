@@ -71,13 +71,32 @@ PrivatePool* DeviceAllocator::routeFor(uint64_t stream) {
   return pools_.at(chosen->pool).get();
 }
 
+// The best-fitting cached block, out of the pool, cut to size when it should be split: the front goes
+// to the caller and the cached rest keeps its place in the pool (no set update in the common case).
 Block* DeviceAllocator::takeCached(BlockPool& pool, uint64_t stream, size_t rounded) {
   ++searches_;
-  Block* b = pool.bestFit(stream, rounded, config_);
-  if (b == nullptr) return nullptr;
-  pool.erase(b);
-  inactiveSplitOut(b);
-  return b;
+  Block* c = pool.bestFit(stream, rounded, config_);
+  if (c == nullptr) return nullptr;
+  inactiveSplitOut(c);
+  if (!shouldSplit(pool.kind(), c->segment->expandable, c->size, rounded, config_)) {
+    pool.erase(c);
+    return c;
+  }
+  Block* front = pool.makeBlock();
+  front->address = c->address;
+  front->size = rounded;
+  front->stream = c->stream;
+  front->pool = &pool;
+  front->segment = c->segment;
+  front->mapped = c->mapped;
+  front->prev = c->prev;
+  front->next = c;
+  if (c->prev != nullptr) c->prev->next = front;
+  c->prev = front;
+  if (c->segment->head == c) c->segment->head = front;
+  pool.rekey(c, c->address + rounded, c->size - rounded);
+  inactiveSplitIn(c);
+  return front;
 }
 
 // Growth without giving anything back: garbage collection first (it only frees what is old and
@@ -266,15 +285,37 @@ void DeviceAllocator::freeBlock(Block* b) {
   BlockPool& pool = *b->pool;
   stats_.active.decrease(pool.kind(), 1);
   stats_.activeBytes.decrease(pool.kind(), static_cast<int64_t>(b->size));
-  for (Block* n : {b->prev, b->next})
-    if (n != nullptr && !n->allocated && pool.contains(n)) inactiveSplitOut(n);
-  mergeFreeNeighbours(b);
-  cache(b);
+  Block* prev = b->prev != nullptr && pool.contains(b->prev) ? b->prev : nullptr;
+  Block* next = b->next != nullptr && pool.contains(b->next) ? b->next : nullptr;
+  if ((prev == nullptr) != (next == nullptr)) {
+    // One cached neighbour (the common case): it absorbs b and keeps its place in the pool.
+    Block* keep = prev != nullptr ? prev : next;
+    inactiveSplitOut(keep);
+    if (keep == next) {
+      keep->prev = b->prev;
+      if (b->prev != nullptr) b->prev->next = keep;
+      if (b->segment->head == b) b->segment->head = keep;
+      pool.rekey(keep, b->address, keep->size + b->size);
+    } else {
+      keep->next = b->next;
+      if (b->next != nullptr) b->next->prev = keep;
+      pool.rekey(keep, keep->address, keep->size + b->size);
+    }
+    pool.destroyBlock(b);
+    b = keep;
+    b->gcStamp = searches_;
+    inactiveSplitIn(b);
+  } else {
+    if (prev != nullptr) inactiveSplitOut(prev);
+    if (next != nullptr) inactiveSplitOut(next);
+    mergeFreeNeighbours(b);
+    cache(b);
+  }
   if (pool.owner != nullptr && pool.owner->users == 0) releaseSegmentIfIdle(b->segment);
 }
 
 void DeviceAllocator::recordStream(void* ptr, std::shared_ptr<streams::Stream> stream) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   Block* b = live_.find(reinterpret_cast<uintptr_t>(ptr));
   if (b == nullptr)
     fail(mtiaErrorInvalidValue, "ptr {} is not the start of a live allocation of device {}", ptr, device_);
@@ -286,7 +327,7 @@ void DeviceAllocator::recordStream(void* ptr, std::shared_ptr<streams::Stream> s
 
 std::optional<Allocation> DeviceAllocator::find(const void* ptr) const {
   const auto p = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const Block* hit = live_.find(p);
   if (hit == nullptr) {
     auto s = segments_.upper_bound(p);
@@ -304,7 +345,7 @@ std::optional<Allocation> DeviceAllocator::find(const void* ptr) const {
 }
 
 void DeviceAllocator::setConfig(const AllocConfig& config) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   if (config.perProcessMemoryFraction != config_.perProcessMemoryFraction) {
     fraction_ = config.perProcessMemoryFraction;
     fractionSet_ = true;
@@ -313,13 +354,13 @@ void DeviceAllocator::setConfig(const AllocConfig& config) {
 }
 
 void DeviceAllocator::setMemoryFraction(double fraction) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   fraction_ = fraction;
   fractionSet_ = true;
 }
 
 DeviceStats DeviceAllocator::stats() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   DeviceStats s = stats_;
   // PyTorch reports "no limit" as the size_t maximum read as int64: -1.
   s.maxSplitSize = config_.maxSplitSize == AllocConfig::kUnlimited ? -1 : static_cast<int64_t>(config_.maxSplitSize);
@@ -327,22 +368,22 @@ DeviceStats DeviceAllocator::stats() const {
 }
 
 void DeviceAllocator::resetPeakStats() {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   stats_.resetPeaks();
 }
 
 void DeviceAllocator::resetAccumulatedStats() {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   stats_.resetAccumulated();
 }
 
 int64_t DeviceAllocator::reservedBytes() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   return stats_.reservedBytes[kStatAll].current;
 }
 
 void DeviceAllocator::beginAllocateToPool(PoolId id, const streams::Stream* filter) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const uint64_t sid = filter != nullptr ? static_cast<uint64_t>(filter->id()) : 0;
   for (const Route& r : routes_)
     if (sid != 0 && r.stream == sid)
@@ -362,7 +403,7 @@ void DeviceAllocator::beginAllocateToPool(PoolId id, const streams::Stream* filt
 }
 
 void DeviceAllocator::endAllocateToPool(PoolId id) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   const auto me = std::this_thread::get_id();
   size_t ended = 0;
   std::erase_if(routes_, [&](const Route& r) {
@@ -383,7 +424,7 @@ void DeviceAllocator::endAllocateToPool(PoolId id) {
 }
 
 void DeviceAllocator::releasePool(PoolId id) {
-  std::lock_guard lock(mu_);
+  std::lock_guard<FutexMutex> lock(mu_);
   auto it = pools_.find(id);
   if (it == pools_.end() || it->second->users == 0)
     fail(mtiaErrorNotFound, "device {} has no pool {{{}, {}}} in use (never used, or released by all its users)",

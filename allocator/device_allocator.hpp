@@ -27,6 +27,7 @@
 #include "allocator/private_pool.hpp"
 #include "allocator/segment.hpp"
 #include "allocator/stats.hpp"
+#include "runtime/core/futex_mutex.hpp"
 #include "streams/stream.hpp"
 
 #include <cstdint>
@@ -105,7 +106,7 @@ class DeviceAllocator {
     uint64_t stream;  // 0: a thread route
     std::thread::id thread;
   };
-  using Lock = std::unique_lock<std::mutex>;
+  using Lock = std::unique_lock<FutexMutex>;
 
   // --- finding and making blocks (device_allocator.cpp)
   PrivatePool* routeFor(uint64_t stream);
@@ -157,7 +158,7 @@ class DeviceAllocator {
   const uint64_t totalMemory_;
   const size_t granularity_;
 
-  mutable std::mutex mu_;
+  mutable FutexMutex mu_;
   AllocConfig config_;
   double fraction_ = 1.0;
   bool fractionSet_ = false;
