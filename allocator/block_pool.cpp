@@ -64,7 +64,9 @@ void BlockPool::rekey(Block* b, uintptr_t address, size_t size) {
   auto it = lastFit_ != free_.end() && *lastFit_ == b ? lastFit_ : free_.find(b);
   b->address = address;
   b->size = size;
-  // Changing a key in place is sound while the element stays between its neighbours.
+  // Changing a key in place is sound while the element stays between its neighbours (trivially so when
+  // it is alone, as the one free block of a segment often is).
+  if (free_.size() == 1) return;
   const ByStreamSizeAddress less;
   const bool afterPrev = it == free_.begin() || less(*std::prev(it), b);
   const bool beforeNext = std::next(it) == free_.end() || less(b, *std::next(it));

@@ -206,20 +206,6 @@ void DeviceAllocator::cache(Block* b) {
   inactiveSplitIn(b);
 }
 
-// Free blocks inside split plain segments are memory the cache cannot give back (PyTorch's
-// inactive_split); expandable segments unmap at chunk granularity instead, so they do not count.
-void DeviceAllocator::inactiveSplitIn(const Block* b) {
-  if (b->segment->expandable || !b->isSplit()) return;
-  stats_.inactiveSplit.increase(b->pool->kind(), 1);
-  stats_.inactiveSplitBytes.increase(b->pool->kind(), static_cast<int64_t>(b->size));
-}
-
-void DeviceAllocator::inactiveSplitOut(const Block* b) {
-  if (b->segment->expandable || !b->isSplit()) return;
-  stats_.inactiveSplit.decrease(b->pool->kind(), 1);
-  stats_.inactiveSplitBytes.decrease(b->pool->kind(), static_cast<int64_t>(b->size));
-}
-
 void DeviceAllocator::countSegment(const Segment& seg, bool added) {
   if (seg.owner != nullptr) seg.owner->segments += added ? 1 : -1;
   if (added) {

@@ -124,8 +124,18 @@ class DeviceAllocator {
   bool capturing() const { return streamRoutes_ > 0; }
   bool allowedToGrow(size_t bytes) const;
   size_t granular(size_t bytes) const { return (bytes + granularity_ - 1) / granularity_ * granularity_; }
-  void inactiveSplitIn(const Block* b);
-  void inactiveSplitOut(const Block* b);
+  // Free blocks inside split plain segments are memory the cache cannot give back (PyTorch's
+  // inactive_split); expandable segments unmap at chunk granularity instead, so they do not count.
+  void inactiveSplitIn(const Block* b) {
+    if (b->segment->expandable || !b->isSplit()) return;
+    stats_.inactiveSplit.increase(b->pool->kind(), 1);
+    stats_.inactiveSplitBytes.increase(b->pool->kind(), static_cast<int64_t>(b->size));
+  }
+  void inactiveSplitOut(const Block* b) {
+    if (b->segment->expandable || !b->isSplit()) return;
+    stats_.inactiveSplit.decrease(b->pool->kind(), 1);
+    stats_.inactiveSplitBytes.decrease(b->pool->kind(), static_cast<int64_t>(b->size));
+  }
   void countSegment(const Segment& seg, bool added);
   void countMapped(const Segment& seg, size_t bytes, size_t chunks, bool mapped);
   [[noreturn]] void outOfMemory(Lock& lock, size_t size, size_t rounded);
