@@ -14,8 +14,10 @@ MTIA_PACKAGES=(
   # libraries the code uses (DESIGN.md: dependencies)
   libfmt-dev libboost-dev libnuma-dev libhwloc-dev hwloc-nox libcli11-dev
   libsimdjson-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # tests and benchmarks (bench/alloc_bench dlopen()s jemalloc and mimalloc
+  # as references)
+  libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc2
+  libmimalloc2.0
   # the checks: python3 runs tools/check_layering.py, binutils gives nm
   # to tools/check_exports.sh
   python3 binutils

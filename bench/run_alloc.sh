@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Runs the caching allocator benchmarks and writes
+#   bench/results/alloc.json   raw Google Benchmark JSON (5 repetitions, aggregates only)
+#   bench/results/alloc.md     per workload: our median, glibc's, jemalloc's and mimalloc's, ours over
+#                              each, the target; the two-thread scaling; the machine
+#
+#   bench/run_alloc.sh [ALLOC_BENCH]
+#
+# ALLOC_BENCH defaults to bench/alloc_bench of $MTIA_BUILD_DIR, else of build/, else of the most
+# recently built build*/ folder. MTIA_BENCH_RESULTS sets another output folder, MTIA_BENCH_ARGS adds
+# arguments to alloc_bench (e.g. --benchmark_filter=fixed), MTIA_BENCH_COMMIT replaces the commit
+# line (e.g. when the binary was built from a clean export rather than this checkout). Results are
+# reported, never asserted: the exit status is 0 whatever the numbers, non-zero only when the
+# program fails.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+
+die() {
+  echo "run_alloc: ERROR: $*" >&2
+  exit 1
+}
+
+find_bench() {
+  if [[ -n "${MTIA_BUILD_DIR:-}" ]]; then
+    echo "$MTIA_BUILD_DIR/bench/alloc_bench"
+    return
+  fi
+  if [[ -x "$root/build/bench/alloc_bench" ]]; then
+    echo "$root/build/bench/alloc_bench"
+    return
+  fi
+  local newest="" candidate
+  for candidate in "$root"/build*/bench/alloc_bench; do
+    [[ -x "$candidate" ]] || continue
+    if [[ -z "$newest" || "$candidate" -nt "$newest" ]]; then newest="$candidate"; fi
+  done
+  echo "$newest"
+}
+
+bench="${1:-$(find_bench)}"
+[[ -n "$bench" ]] || die "no alloc_bench found under $root/build*/bench; build it or pass its path"
+[[ -x "$bench" ]] || die "$bench is not an executable"
+
+out="${MTIA_BENCH_RESULTS:-$here/results}"
+mkdir -p "$out"
+read -r -a extra <<<"${MTIA_BENCH_ARGS:-}"
+export MTIA_LOG_LEVEL="${MTIA_LOG_LEVEL:-warn}"
+
+load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "run_alloc: $bench (load average $load_before)"
+"$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
+  "${extra[@]}" >"$out/alloc.json.tmp" || die "$bench failed (partial output in $out/alloc.json.tmp)"
+mv "$out/alloc.json.tmp" "$out/alloc.json"
+load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+commit="${MTIA_BENCH_COMMIT:-}"
+if [[ -z "$commit" ]]; then
+  commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # The results folder is being rewritten by this run: it does not count as a local change.
+  if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' 2>/dev/null || true)" ]]; then
+    commit="$commit (with local changes)"
+  fi
+fi
+
+RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')" RUN_NPROC="$(nproc)" RUN_CPU="$cpu_model" RUN_COMMIT="$commit" \
+  RUN_BENCH="$bench" RUN_LOAD="$load_before (before), $load_after (after)" \
+  python3 - "$out/alloc.json" "$out/alloc.md.tmp" <<'EOF'
+import json
+import os
+import sys
+
+bench_path, md_path = sys.argv[1:3]
+machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+REFERENCES = ("glibc", "jemalloc", "mimalloc")
+
+# workload: (title, target ns for ours or None)
+WORKLOADS = [
+    ("fixed_4k", "4 KiB, malloc + free (small pool)", 60),
+    ("fixed_4m", "4 MiB, malloc + free (large pool)", None),
+    ("mix", "transformer size mix, free one of 128 live + malloc the next", 60),
+]
+
+with open(bench_path) as f:
+    data = json.load(f)
+context = data.get("context", {})
+medians = {}
+spreads = {}  # coefficient of variation over the repetitions
+device_allocs = {}
+errors = {}
+for b in data.get("benchmarks", []):
+    # run_name is WORKLOAD/SIDE[/real_time][/threads:N]
+    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
+    if b.get("error_occurred"):
+        errors[name] = b.get("error_message", "error")
+    if "ns_per_op" not in b:
+        continue
+    if b.get("aggregate_name") == "median":
+        medians[name] = b["ns_per_op"]
+        if "device_allocs" in b:
+            device_allocs[name] = b["device_allocs"]
+    elif b.get("aggregate_name") == "cv":
+        spreads[name] = b["ns_per_op"]
+
+
+def fmt_ns(name):
+    if name in errors:
+        return "error"
+    v = medians.get(name)
+    if v is None:
+        return "n/a"
+    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
+    if name in spreads:
+        text += f" (cv {100 * spreads[name]:.0f}%)"
+    return text
+
+
+def ratio(a, b):
+    return f"{medians[a] / medians[b]:.2f}" if medians.get(a) and medians.get(b) else "n/a"
+
+
+def misses(name):
+    v = device_allocs.get(name)
+    return "n/a" if v is None else f"{v:.0f}"
+
+
+lines = [
+    "# Caching allocator: benchmark results",
+    "",
+    "Medians of 5 repetitions (Google Benchmark, wall time; counter `ns_per_op`: nanoseconds per",
+    "malloc + free pair), generated by `bench/run_alloc.sh` from `bench/alloc_bench.cpp`; raw data in",
+    "`alloc.json`. *ours*: `mtiaMalloc` + `mtiaFree` through the public C ABI (current device, current",
+    "stream); *glibc*, *jemalloc*, *mimalloc*: the host allocators on the same size sequences in the",
+    "same process (jemalloc and mimalloc loaded with `dlopen(RTLD_LOCAL)`, so neither replaces malloc).",
+    "Every benchmark warms its allocator before timing: the cache hit is what is measured. Ratio:",
+    "ours / reference (below 1: ours is faster); cv: coefficient of variation over the repetitions;",
+    "device allocs: device allocations while timing (cache misses; median over the repetitions).",
+    "Results are reported, not asserted.",
+    "",
+    f"- date: {machine['date']}",
+    f"- machine: {machine['nproc']} CPUs, {machine['cpu'] or 'unknown CPU'} (shared with other work: see",
+    "  the load average)",
+    f"- load average: {machine['load']}",
+    f"- commit measured: {machine['commit']}",
+    f"- binary: {machine['bench']}",
+    f"- simulated devices: {context.get('devices', '?')}",
+]
+for ref in REFERENCES:
+    lines.append(f"- {ref}: {context.get('reference_' + ref, 'not reported')}")
+if "glibc_tunables" in context:
+    lines.append(f"- started with GLIBC_TUNABLES={context['glibc_tunables']} (room in the static TLS block for")
+    lines.append("  jemalloc's initial-exec thread state; without it jemalloc cannot be dlopen()ed)")
+lines.append(f"- size mix: {context.get('mix', '?')}")
+lines += [
+    "",
+    "| workload | ours | glibc | jemalloc | mimalloc | ours/glibc | ours/jemalloc | ours/mimalloc "
+    "| device allocs | target | result |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+]
+for key, title, target in WORKLOADS:
+    ours = key + "/ours"
+    if target is None:
+        result, target_text = "reported", "-"
+    else:
+        target_text = f"<= {target} ns"
+        result = "**pass**" if medians.get(ours) is not None and medians[ours] <= target else "**FAIL**"
+    if ours in errors:
+        result = f"error: {errors[ours]}"
+    cells = [title, fmt_ns(ours)] + [fmt_ns(f"{key}/{r}") for r in REFERENCES]
+    cells += [ratio(ours, f"{key}/{r}") for r in REFERENCES]
+    cells += [misses(ours), target_text, result]
+    lines.append("| " + " | ".join(cells) + " |")
+lines += [
+    "",
+    f"Variant: `mtiaMallocAsync` on a stream of its own + `mtiaFree`, 4 KiB: {fmt_ns('fixed_4k/ours_async')}"
+    f" (device allocs {misses('fixed_4k/ours_async')}).",
+    "",
+    "## Two threads",
+    "",
+    "Each of two threads runs 4 KiB malloc + free pairs. Per thread: each thread's time per pair,",
+    "averaged over the two threads (median over the repetitions). Scaling per thread: one thread's",
+    "time / the per-thread time with two (1.0: no slowdown). Throughput vs one thread: 2 x that (2.0:",
+    f"perfect scaling). The machine has {machine['nproc']} CPUs: two threads take all of them, and",
+    "anything else running shows up here.",
+    "",
+    "| two threads, 4 KiB pairs | per thread | one thread | scaling per thread | throughput vs one thread |"
+    " device allocs |",
+    "|---|---:|---:|---:|---:|---:|",
+]
+SCALING = [
+    ("two_threads_4k/ours_two_devices", "fixed_4k/ours", "ours, each thread on its own device"),
+    ("two_threads_4k/ours_one_device", "fixed_4k/ours", "ours, both threads on device 0"),
+] + [(f"two_threads_4k/{r}", f"fixed_4k/{r}", r) for r in REFERENCES]
+for two, one, title in SCALING:
+    if medians.get(two) and medians.get(one):
+        per_thread = medians[one] / medians[two]
+        scaling = [f"{per_thread:.2f}", f"{2 * per_thread:.2f}x"]
+    else:
+        scaling = ["n/a", "n/a"]
+    lines.append("| " + " | ".join([title, fmt_ns(two), fmt_ns(one)] + scaling + [misses(two) if "ours" in two else "-"]) + " |")
+lines.append("")
+with open(md_path, "w") as f:
+    f.write("\n".join(lines))
+EOF
+mv "$out/alloc.md.tmp" "$out/alloc.md"
+cat "$out/alloc.md"
