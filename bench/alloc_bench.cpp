@@ -47,10 +47,14 @@ bool fail(benchmark::State& state, const std::string& message) {
   return false;
 }
 
-// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess.
-bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
-  if (status == mtiaSuccess) return true;
+[[gnu::noinline]] bool failedCall(benchmark::State& state, mtiaError_t status, const char* call) {
   return fail(state, std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage());
+}
+
+// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess. Inline,
+// so that a timed call costs no more than the call itself.
+inline bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
+  return status == mtiaSuccess || failedCall(state, status, call);
 }
 #define OK(state, call) ok((state), (call), #call)
 
@@ -399,7 +403,12 @@ void threadsOurs(benchmark::State& state, bool ownDevice) {
   if (!OK(state, mtiaSetDevice(dev))) return;
   int64_t before = -1;
   fixedPairs(state, kSmallSize, oursAllocate(state), oursRelease(state), [&] { before = deviceAllocs(dev); });
-  reportDeviceAllocs(state, dev, before);
+  // The counter is summed over the threads: on one device, one thread counts for both.
+  if (ownDevice || state.thread_index() == 0) {
+    reportDeviceAllocs(state, dev, before);
+  } else {
+    state.counters["device_allocs"] = 0;
+  }
   mtiaSetDevice(0);  // thread 0 is the main thread
 }
 
