@@ -5,6 +5,8 @@
 #include "runtime/core/error.hpp"
 #include "runtime/core/log.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -258,25 +260,37 @@ void HostAllocator::emptyCache() noexcept {
 
 void HostAllocator::setConfig(const AllocConfig& config) noexcept {
   std::lock_guard control(controlMu_);
+  if (thread_ && threadPid_ != static_cast<int>(getpid())) {
+    // A forked child: the thread stayed in the parent. Joining it would wait forever, destroying the
+    // handle of a joinable thread would terminate, so the handle is dropped. Whoever held mu_ at the fork
+    // is gone too; if that was the thread, this child cannot use the allocator anyway.
+    (void)thread_.release();
+    if (mu_.try_lock()) {
+      background_ = false;
+      mu_.unlock();
+    }
+  }
   if (!config.pinnedUseBackgroundThreads) {
-    if (!thread_.joinable()) return;
+    if (!thread_) return;
     {
       std::lock_guard lock(mu_);
       stop_ = true;
       background_ = false;
     }
     wake_.notify_all();
-    thread_.join();
+    thread_->join();
+    thread_.reset();
     return;
   }
-  if (thread_.joinable()) return;
+  if (thread_) return;
   {
     std::lock_guard lock(mu_);
     stop_ = false;
     background_ = true;
   }
   try {
-    thread_ = std::thread([this] { backgroundLoop(); });
+    thread_ = std::make_unique<std::thread>([this] { backgroundLoop(); });
+    threadPid_ = static_cast<int>(getpid());
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
     background_ = false;

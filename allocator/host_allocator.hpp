@@ -104,7 +104,9 @@ class HostAllocator {
   void setConfig(const AllocConfig& config) noexcept;
 
   // Stops the background thread (process exit: it must not query drivers during static destruction).
-  // A later setConfig may start it again. Thread-safe, blocks as setConfig. Never throws.
+  // A later setConfig may start it again. Thread-safe, blocks as setConfig. Never throws. In a forked
+  // child, which has no copy of the thread, the parent's thread is forgotten instead of joined (a join
+  // would wait forever).
   void stopBackgroundThread() noexcept;
 
   // Thread-safe, non-blocking (walks the blocks under the allocator's lock). Throws std::bad_alloc only.
@@ -152,7 +154,8 @@ class HostAllocator {
 
   // The background thread: started and stopped under controlMu_; background_, stop_ under mu_.
   std::mutex controlMu_;
-  std::thread thread_;
+  std::unique_ptr<std::thread> thread_;  // leaked, never joined, in a forked child
+  int threadPid_ = 0;                    // the process the thread runs in
   std::condition_variable wake_;
   bool background_ = false;  // the thread polls, allocations do not
   bool stop_ = false;

@@ -9,7 +9,10 @@
 #include <gtest/gtest.h>
 #include <numa.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 #include <chrono>
@@ -46,7 +49,15 @@ mtiaError_t fakeSubmit(mtiaDrvQueue q, const mtiaDrvCommand*, uint64_t* seq) {
   *seq = fq(q)->submitted.fetch_add(1) + 1;
   return mtiaSuccess;
 }
+// While set, queries wait in the driver (the allocator's caller holds its lock meanwhile).
+std::atomic<bool> gHoldQueries{false};
+std::atomic<bool> gQueryHeld{false};
+
 mtiaError_t fakeQuery(mtiaDrvQueue q, uint64_t* done) {
+  if (gHoldQueries.load()) {
+    gQueryHeld.store(true);
+    while (gHoldQueries.load()) std::this_thread::yield();
+  }
   *done = fq(q)->completed.load();
   return mtiaSuccess;
 }
@@ -371,6 +382,39 @@ TEST(HostAllocator, TheBackgroundThreadCachesFinishedBlocksWithoutAnAllocation) 
   a.free(p);
   finish(*s);
   EXPECT_TRUE(eventually([&] { return a.stats().cachedBlocks == 1; }));
+}
+
+// A forked child has no copy of the background thread: stopping it there (the runtime's exit handler
+// does) must neither join it nor wait for the allocator's lock, which the fork may have caught in the
+// thread's hands (here it does: the thread is held inside a driver query).
+TEST(HostAllocator, AForkedChildForgetsTheParentsBackgroundThread) {
+  HostAllocator a(background(true));
+  auto s = newStream();
+  void* p = a.allocate(100, -1);
+  a.recordStream(p, s);
+  busy(*s);
+  a.free(p);
+  gQueryHeld = false;
+  gHoldQueries = true;
+  ASSERT_TRUE(eventually([] { return gQueryHeld.load(); })) << "the background thread never polled";
+  const pid_t child = fork();
+  if (child == 0) {
+    a.stopBackgroundThread();
+    a.stopBackgroundThread();  // and again: nothing left to forget
+    _exit(0);
+  }
+  int status = -1;
+  const bool ended = child > 0 && eventually([&] { return waitpid(child, &status, WNOHANG) == child; });
+  if (child > 0 && !ended) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  gHoldQueries = false;
+  ASSERT_GT(child, 0) << "fork failed";
+  EXPECT_TRUE(ended) << "the child hung stopping a thread it does not have";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  finish(*s);
+  EXPECT_TRUE(eventually([&] { return a.stats().cachedBlocks == 1; })) << "the parent's thread still works";
 }
 
 TEST(HostAllocator, ManyThreadsNeverShareALiveBlock) {
