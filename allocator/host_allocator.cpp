@@ -86,7 +86,13 @@ std::unique_ptr<HostAllocator::Block> HostAllocator::mapBlock(size_t size, size_
     fail(mtiaErrorMemoryAllocation, "out of host memory: cannot map {} bytes (the size class of a {}-byte request): {}",
          capacity, size, std::strerror(err));
   }
-  auto b = std::make_unique<Block>();  // bad_alloc: nothing else to undo than the mapping
+  std::unique_ptr<Block> b;
+  try {
+    b = std::make_unique<Block>();
+  } catch (...) {
+    unmapHostPages(base, capacity);
+    throw;
+  }
   b->base = base;
   b->capacity = capacity;
   b->requested = size;
