@@ -420,9 +420,10 @@ void DeviceAllocator::releasePool(PoolId id) {
   std::vector<Segment*> mine;
   for (auto& [base, seg] : segments_)
     if (seg->owner == pool) mine.push_back(seg);
+  // Giving back its last segment forgets the pool: look it up again afterwards.
   for (Segment* seg : mine) releaseSegmentIfIdle(seg);
   if (!capturing()) releaseReadyPoolSegments(true);
-  forgetPoolIfUnused(pool);
+  if (auto again = pools_.find(id); again != pools_.end()) forgetPoolIfUnused(again->second.get());
 }
 
 }  // namespace mtia::allocator

@@ -7,6 +7,7 @@
 #include <mtia/mtia.h>
 
 #include <cstring>
+#include <mutex>
 
 using mtia::apiCall;
 using mtia::fail;
@@ -80,6 +81,9 @@ MTIA_API mtiaError_t mtiaAllocatorSetConfig(const char* conf) {
     requireNonNull(conf, "conf");
     Runtime& rt = Runtime::instance();
     alloc::AllocatorContext& ctx = rt.allocatorContext();
+    // Concurrent calls apply one after the other, so every allocator ends with the same settings.
+    static std::mutex applying;
+    std::lock_guard lock(applying);
     const alloc::AllocConfig next = alloc::AllocConfig::parse(conf, ctx.config());
     ctx.setConfig(next);
     rt.hostAllocator().setConfig(next);
