@@ -36,14 +36,18 @@ class FutexMutex {
   static constexpr uint32_t kFree = 0;
   static constexpr uint32_t kLocked = 1;
   static constexpr uint32_t kContended = 2;  // locked, and someone may sleep on it
+  // A few tries before sleeping. Measured with two threads hammering one allocator on two CPUs: 0 to
+  // 10 tries give about 220 ns per malloc+free pair per thread, 40 tries and more about 1,200 ns
+  // (both threads keep stealing the lock's and the allocator's cache lines instead of one running).
+  static constexpr int kSpins = 8;
 
   void lockSlow() noexcept {
-    for (int spins = 0; spins < 100; ++spins) {
-      relax();
+    for (int spins = 0; spins < kSpins; ++spins) {
       uint32_t expected = kFree;
       if (state_.load(std::memory_order_relaxed) == kFree &&
           state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire, std::memory_order_relaxed))
         return;
+      relax();
     }
     // Marking the lock contended before sleeping makes the holder's unlock wake us.
     while (state_.exchange(kContended, std::memory_order_acquire) != kFree)
