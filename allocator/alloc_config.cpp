@@ -195,10 +195,5 @@ std::string AllocConfig::format() const {
   return out;
 }
 
-uint32_t AllocConfig::roundupDivisionsFor(size_t size) const {
-  if (size < kMiB) return roundupDivisions[0];
-  const size_t index = std::min<size_t>(std::bit_width(size) - 21, kRoundupIntervals - 1);  // log2(size) - 20
-  return roundupDivisions[index];
-}
 
 }  // namespace mtia::allocator

@@ -5,7 +5,9 @@
 // combination is an error that names the key; nothing is half-applied.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,7 +42,11 @@ struct AllocConfig {
   std::string format() const;
 
   // The divisions of the interval that size bytes falls in (0: round to 512 bytes only).
-  uint32_t roundupDivisionsFor(size_t size) const;
+  uint32_t roundupDivisionsFor(size_t size) const {
+    if (size < kMiB) return roundupDivisions[0];
+    const size_t log2 = static_cast<size_t>(std::bit_width(size)) - 1;  // >= 20
+    return roundupDivisions[std::min<size_t>(log2 - 20, kRoundupIntervals - 1)];
+  }
 
   bool operator==(const AllocConfig&) const = default;
 };

@@ -142,7 +142,11 @@ class DeviceAllocator {
   std::string outOfMemoryMessage(size_t size, size_t rounded, uint64_t free, uint64_t total) const;
 
   // --- giving memory back (device_allocator_release.cpp)
-  void processEvents();
+  // Cheap when nothing waits (every allocation calls it).
+  void processEvents() {
+    if (!pending_.empty() || !releasable_.empty()) processPending();
+  }
+  void processPending();
   void waitForPendingUses();
   bool releaseOversize(BlockPool& pool, uint64_t stream, size_t rounded);
   // Frees every cached segment of the default pools and of released private pools; returns the

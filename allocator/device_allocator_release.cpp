@@ -10,7 +10,7 @@
 
 namespace mtia::allocator {
 
-void DeviceAllocator::processEvents() {
+void DeviceAllocator::processPending() {
   if (!pending_.empty()) {
     std::vector<Block*> done;
     std::erase_if(pending_, [&](PendingUse& u) {

@@ -26,7 +26,7 @@ size_t nextDivision(size_t size, uint32_t divisions) {
 
 }  // namespace
 
-size_t roundSize(size_t size, const AllocConfig& config) {
+size_t roundSizeSlow(size_t size, const AllocConfig& config) {
   if (size < kMinBlockSize) return kMinBlockSize;
   const uint32_t divisions = config.roundupDivisionsFor(size);
   if (divisions > 1 && size > kMinBlockSize * static_cast<size_t>(divisions)) return nextDivision(size, divisions);
@@ -37,20 +37,6 @@ size_t segmentSize(size_t rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
   if (rounded < kMinLargeAlloc) return kLargeBuffer;
   return roundUp(rounded, kRoundLarge, "a multiple of 2 MiB");
-}
-
-bool mayServe(size_t blockSize, size_t rounded, const AllocConfig& config) {
-  if (blockSize < rounded) return false;
-  const bool oversizeBlock = blockSize >= config.maxSplitSize;
-  if (rounded < config.maxSplitSize) return !oversizeBlock;
-  // An oversize request: the block must not waste max_non_split_rounding_mb or more.
-  return blockSize - rounded < config.maxNonSplitRounding;
-}
-
-bool shouldSplit(PoolKind pool, bool expandable, size_t blockSize, size_t rounded, const AllocConfig& config) {
-  const size_t rest = blockSize - rounded;
-  if (pool == PoolKind::Small || expandable) return rest >= kMinBlockSize;
-  return rounded < config.maxSplitSize && rest > kSmallSize;
 }
 
 }  // namespace mtia::allocator

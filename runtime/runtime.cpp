@@ -122,10 +122,15 @@ Runtime* Runtime::tryInstance() noexcept {
 }
 
 Device& Runtime::device(int ordinal, const char* argName) {
+  if (ordinal >= 0 && ordinal < deviceCount()) [[likely]]
+    return *devices_[static_cast<size_t>(ordinal)];
+  badDevice(ordinal, argName);
+}
+
+// Out of line, so the common path of device() (every ABI call) stays a bounds check.
+void Runtime::badDevice(int ordinal, const char* argName) const {
   if (devices_.empty()) fail(mtiaErrorNoDevice, "no device is available (driver '{}')", driver_->name());
-  if (ordinal < 0 || ordinal >= deviceCount())
-    fail(mtiaErrorInvalidDevice, "{} is {}; valid devices are 0 to {}", argName, ordinal, deviceCount() - 1);
-  return *devices_[static_cast<size_t>(ordinal)];
+  fail(mtiaErrorInvalidDevice, "{} is {}; valid devices are 0 to {}", argName, ordinal, deviceCount() - 1);
 }
 
 Device& Runtime::currentDevice() { return device(currentDeviceOrdinal(), "the current device"); }

@@ -56,6 +56,7 @@ class Runtime {
 
  private:
   Runtime();
+  [[noreturn, gnu::noinline, gnu::cold]] void badDevice(int ordinal, const char* argName) const;
 
   RuntimeOptions options_;
   std::unique_ptr<driver::Driver> driver_;
