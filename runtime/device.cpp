@@ -24,8 +24,7 @@ streams::Stream& Device::defaultStream() {
   return *defaultStreamShared();
 }
 
-allocator::DeviceAllocator& Device::memory() {
-  if (allocator::DeviceAllocator* m = memory_.load(std::memory_order_acquire)) return *m;
+allocator::DeviceAllocator& Device::createMemory() {
   std::lock_guard lock(mu_);
   if (!memoryOwner_) {
     memoryOwner_ = std::make_unique<allocator::DeviceAllocator>(driver_, ordinal_, driverDevice_, info_.totalMemory,
@@ -56,10 +55,11 @@ bool Device::setPeerAccess(const Device& peer, bool enable) {
   return true;
 }
 
-void Device::checkHealthy() const {
+void Device::raiseFault() const {
   std::string why;
   if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess)
     driver_.raise(s, fmt::format("device {} has a sticky fault", ordinal_).c_str(), why);
+  fail(mtiaErrorUnknown, "device {} reported a fault that went away", ordinal_);
 }
 
 void Device::synchronize() const {

@@ -30,7 +30,11 @@ class Device {
   streams::Stream& defaultStream();
   std::shared_ptr<streams::Stream> defaultStreamShared();
   // The device's caching allocator, created on first use (it starts nothing on the device).
-  allocator::DeviceAllocator& memory();
+  allocator::DeviceAllocator& memory() {
+    if (allocator::DeviceAllocator* m = memory_.load(std::memory_order_acquire)) [[likely]]
+      return *m;
+    return createMemory();
+  }
   // Like memory(), but null until something asked for it.
   allocator::DeviceAllocator* memoryIfStarted() const;
   // Whether ptr lies in the device's address range (false when the driver does not say). Lock-free.
@@ -41,12 +45,18 @@ class Device {
   // the driver's devices cannot access peers.
   bool setPeerAccess(const Device& peer, bool enable);
 
-  // Throws the device's sticky fault, if it has one.
-  void checkHealthy() const;
+  // Throws the device's sticky fault, if it has one. Inline: every allocation asks.
+  void checkHealthy() const {
+    if (driver_.ops().deviceGetStatus(driverDevice_) != mtiaSuccess) [[unlikely]]
+      raiseFault();
+  }
   // Waits for all work queued on the device, then reports a sticky fault.
   void synchronize() const;
 
  private:
+  [[noreturn, gnu::noinline, gnu::cold]] void raiseFault() const;
+  allocator::DeviceAllocator& createMemory();
+
   const driver::Driver& driver_;
   const int ordinal_;
   const int32_t driverDevice_;

@@ -15,9 +15,27 @@
 
 namespace mtia {
 
+namespace detail {
+// One thread-local block, so the check every ABI call makes costs one TLS lookup. Whether a thread is
+// one of the driver's own never changes during its life, so the driver is asked once per thread (once
+// the probe is known).
+struct ThreadState {
+  bool inCallback = false;
+  int8_t driverThread = -1;  // -1: not asked yet
+};
+inline thread_local ThreadState tlsState;
+bool askDriverThread(ThreadState& t) noexcept;
+}  // namespace detail
+
 // True while this thread runs device work (a host function or kernel) for a
-// driver; the runtime must not be re-entered from there.
-bool inDeviceCallback() noexcept;
+// driver; the runtime must not be re-entered from there. Inline: every ABI call asks.
+inline bool inDeviceCallback() noexcept {
+  detail::ThreadState& t = detail::tlsState;
+  if (t.inCallback) return true;
+  if (t.driverThread >= 0) [[likely]]
+    return t.driverThread != 0;
+  return detail::askDriverThread(t);
+}
 
 // Installs a check for "this thread is a driver's execution thread", so calls
 // from kernels and host functions the driver runs are refused as well.
