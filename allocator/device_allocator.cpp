@@ -134,6 +134,7 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
   if (config_.expandableSegments) return growExpandable(pool, stream, rounded);
   const size_t size = granular(segmentSize(rounded));
   if (size < rounded) fail(mtiaErrorInvalidValue, "size {} is too large to represent once rounded", rounded);
+  reclaimWholeSegments(pool, stream, size);
   if (!allowedToGrow(size)) return nullptr;
   mtiaDrvMem mem = nullptr;
   uintptr_t va = 0;
@@ -335,6 +336,22 @@ void DeviceAllocator::setConfig(const AllocConfig& config) {
   if (config.perProcessMemoryFraction != config_.perProcessMemoryFraction) {
     fraction_ = config.perProcessMemoryFraction;
     fractionSet_ = true;
+  }
+  if (config.maxSplitSize != config_.maxSplitSize) {
+    // free() and segment release count out by the limit in force then: recount what is live under the
+    // new limit, or a changed limit leaves counts behind or drives them below zero.
+    auto recount = [](Stat& s, bool was, bool is) {
+      if (was == is) return;
+      s.current += is ? 1 : -1;
+      s.peak = std::max(s.peak, s.current);
+    };
+    for (const auto& [base, seg] : segments_) {
+      if (!seg->expandable)
+        recount(stats_.oversizeSegments, seg->size >= config_.maxSplitSize, seg->size >= config.maxSplitSize);
+      for (const Block* b = seg->head; b != nullptr; b = b->next)
+        if (b->allocated)
+          recount(stats_.oversizeAllocations, b->size >= config_.maxSplitSize, b->size >= config.maxSplitSize);
+    }
   }
   config_ = config;
 }

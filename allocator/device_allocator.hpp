@@ -2,9 +2,13 @@
 // caching allocator: requests are rounded (size_policy.hpp) and served by
 // best fit from cached free blocks of the same stream, splitting large
 // blocks and merging freed neighbours; segments come from the driver only
-// when nothing cached fits, and go back only on mtiaEmptyCache, on the
-// out-of-memory path, through garbage collection, or when a released
-// private pool no longer needs them.
+// when nothing cached fits, and go back on mtiaEmptyCache, on the
+// out-of-memory path, through garbage collection, when a released private
+// pool no longer needs them, and, beyond PyTorch, when a stream with no
+// unfinished work is about to grow while at least as much of its memory
+// sits cached in pieces too small for the request (whole large segments,
+// or chunks in the holes of expandable segments): a buffer that grows in
+// odd sizes then reuses what it left behind instead of adding to it.
 //
 // Stream order: a block freed on the stream it was allocated for is reused
 // at once by later allocations on that stream (their work runs after the
@@ -122,6 +126,8 @@ class DeviceAllocator {
   void freeBlock(Block* b);
   void deferUntilUsesDone(Block* b);
   bool capturing() const { return streamRoutes_ > 0; }
+  // PyTorch's garbage collection runs only with a memory fraction and a threshold set.
+  bool collectsGarbage() const { return fractionSet_ && config_.garbageCollectionThreshold > 0.0; }
   bool allowedToGrow(size_t bytes) const;
   size_t granular(size_t bytes) const { return (bytes + granularity_ - 1) / granularity_ * granularity_; }
   // Free blocks inside split plain segments are memory the cache cannot give back (PyTorch's
@@ -149,6 +155,7 @@ class DeviceAllocator {
   void processPending();
   void waitForPendingUses();
   bool releaseOversize(BlockPool& pool, uint64_t stream, size_t rounded);
+  void reclaimWholeSegments(BlockPool& pool, streams::Stream& stream, size_t size);
   // Frees every cached segment of the default pools and of released private pools; returns the
   // device's sticky fault, if any (freed all the same).
   mtiaError_t releaseCached();
@@ -161,6 +168,7 @@ class DeviceAllocator {
 
   // --- expandable segments (expandable_segments.cpp)
   Block* growExpandable(BlockPool& pool, streams::Stream& stream, size_t rounded);
+  void reclaimHoles(BlockPool& pool, streams::Stream& stream, size_t rounded);
   Segment* newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded);
   Block* mapRun(Segment* seg, Block* start, size_t rounded);
   void shrinkExpandable(Segment* seg);

@@ -132,6 +132,31 @@ bool DeviceAllocator::releaseOversize(BlockPool& pool, uint64_t stream, size_t r
   return true;
 }
 
+// A new segment is about to be allocated. When this stream's pool caches at least that much in whole
+// segments that fit nowhere (unsplit free blocks too small for the request) and the stream has no
+// unfinished work (nothing queued can touch them), they go back first, largest first, until the new
+// segment's size has been given back: memory that grows in odd sizes (a KV cache re-allocated a block
+// larger) then reuses what it left instead of adding to it. PyTorch keeps them until out-of-memory,
+// empty_cache or garbage collection. With garbage collection configured, it alone decides.
+void DeviceAllocator::reclaimWholeSegments(BlockPool& pool, streams::Stream& stream, size_t size) {
+  if (capturing() || collectsGarbage() || pool.kind() == PoolKind::Small) return;
+  const auto sid = static_cast<uint64_t>(stream.id());
+  std::vector<Block*> whole;
+  size_t cached = 0;
+  pool.forEach([&](Block* b) {
+    if (b->stream == sid && !b->isSplit() && !b->segment->expandable && b->size < size) {
+      whole.push_back(b);
+      cached += b->size;
+    }
+  });
+  if (cached < size || !stream.idle()) return;
+  size_t released = 0;
+  for (auto it = whole.rbegin(); it != whole.rend() && released < size; ++it) {  // largest first
+    released += (*it)->size;
+    releaseSegment((*it)->segment);
+  }
+}
+
 mtiaError_t DeviceAllocator::releaseCached() {
   waitForPendingUses();
   const mtiaError_t st = memory_.synchronize();
@@ -151,7 +176,7 @@ mtiaError_t DeviceAllocator::releaseCached() {
 // segments of the large pool that sat unused for at least the average age, until reserved memory is
 // back under threshold x allowed.
 void DeviceAllocator::collectGarbage() {
-  if (!fractionSet_ || config_.garbageCollectionThreshold <= 0.0) return;
+  if (!collectsGarbage()) return;
   const double allowed = fraction_ * static_cast<double>(totalMemory_);
   const auto threshold = static_cast<int64_t>(config_.garbageCollectionThreshold * allowed);
   int64_t excess = stats_.reservedBytes[kStatAll].current - threshold;

@@ -29,6 +29,7 @@ void absorbNext(Block* b) {
 
 Block* DeviceAllocator::growExpandable(BlockPool& pool, streams::Stream& stream, size_t rounded) {
   const auto sid = static_cast<uint64_t>(stream.id());
+  reclaimHoles(pool, stream, rounded);
   auto growable = [&](Block* b) { return !b->allocated && b->pendingUses == 0 && (!b->mapped || pool.contains(b)); };
   for (auto& [base, seg] : segments_) {
     if (!seg->expandable || seg->owner != pool.owner || seg->kind != pool.kind() || seg->stream != sid) continue;
@@ -52,6 +53,27 @@ Block* DeviceAllocator::growExpandable(BlockPool& pool, streams::Stream& stream,
   Block* b = mapRun(seg, seg->head, rounded);
   if (b == nullptr) releaseSegment(seg);
   return b;
+}
+
+// Nothing cached fits, so the segments are about to map more. When at least the request's size sits
+// mapped but free in holes of this stream's segments and the stream has no unfinished work (nothing
+// queued can touch the holes), the chunks lying wholly in the holes go back first: a growing buffer (a
+// KV cache) then reuses physical memory instead of adding to it. PyTorch unmaps only on out-of-memory
+// and empty_cache, so its reserved memory keeps every hole. With garbage collection configured, it
+// alone decides what idle memory goes back.
+void DeviceAllocator::reclaimHoles(BlockPool& pool, streams::Stream& stream, size_t rounded) {
+  if (capturing() || collectsGarbage()) return;
+  const auto sid = static_cast<uint64_t>(stream.id());
+  std::vector<Segment*> mine;
+  size_t idle = 0;
+  for (auto& [base, seg] : segments_) {
+    if (!seg->expandable || seg->owner != pool.owner || seg->kind != pool.kind() || seg->stream != sid) continue;
+    mine.push_back(seg);
+    for (const Block* b = seg->head; b != nullptr; b = b->next)
+      if (b->mapped && pool.contains(b)) idle += b->size;
+  }
+  if (idle < rounded || !stream.idle()) return;
+  for (Segment* seg : mine) shrinkExpandable(seg);
 }
 
 Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded) {
