@@ -1,0 +1,188 @@
+// Conformance: expandable segments (MTIA_ALLOC_CONF=expandable_segments:True, MTIA_SIM_MEMORY=256MiB):
+// one segment per stream and pool grows by mapping chunks (20 MiB for the large pool, 2 MiB for the
+// small one) right after what is mapped, mtiaEmptyCache unmaps the chunks that lie wholly in free
+// blocks, and live blocks keep their addresses and contents through growth and shrinking.
+#include "alloc_test_util.hpp"
+
+using namespace alloc_test;
+
+namespace {
+
+class Expandable : public AllocTest {
+ protected:
+  void SetUp() override {
+    AllocTest::SetUp();
+    char buf[1024] = {};
+    ASSERT_OK(mtiaAllocatorGetConfig(buf, sizeof buf));
+    if (std::string(buf).find("expandable_segments:True") == std::string::npos)
+      GTEST_SKIP() << "runs with MTIA_ALLOC_CONF=expandable_segments:True (ctest alloc_expandable)";
+  }
+};
+
+// Writes a pattern into the first and last MiB of a block (its halves when smaller), and checks it.
+void mark(void* p, size_t size, unsigned seed) {
+  const size_t n = std::min(size / 2, kMiB);
+  writePattern(p, n, seed);
+  writePattern(static_cast<char*>(p) + size - n, n, seed + 1);
+}
+::testing::AssertionResult marked(void* p, size_t size, unsigned seed) {
+  const size_t n = std::min(size / 2, kMiB);
+  ::testing::AssertionResult head = hasPattern(p, n, seed);
+  if (!head) return head;
+  return hasPattern(static_cast<char*>(p) + size - n, n, seed + 1);
+}
+
+}  // namespace
+
+TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
+  const auto L = mtiaStatLargePool;
+  const mtiaMemoryStats s0 = stats();
+  const MemInfo m0 = memInfo();
+  char* a = static_cast<char*>(mallocOn(5 * kMiB));
+  ASSERT_NE(a, nullptr);
+  mark(a, 5 * kMiB, 1);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(cur(s1.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(20 * kMiB)) << "one chunk";
+  EXPECT_EQ(cur(s1.segment, L) - cur(s0.segment, L), 1);
+  EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 1);
+  EXPECT_EQ(cur(s1.inactive_split), cur(s0.inactive_split)) << "expandable segments do not count as split";
+  EXPECT_EQ(m0.free - memInfo().free, 20 * kMiB);
+
+  // 30 MiB more: placed right after a, one more chunk mapped, still one segment.
+  char* b = static_cast<char*>(mallocOn(30 * kMiB));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b, a + 5 * kMiB) << "growth did not continue the segment";
+  mark(b, 30 * kMiB, 3);
+  const mtiaMemoryStats s2 = stats();
+  EXPECT_EQ(cur(s2.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
+  EXPECT_EQ(cur(s2.segment, L) - cur(s0.segment, L), 1);
+  EXPECT_EQ(s2.num_device_alloc - s1.num_device_alloc, 1);
+
+  // 50 MiB more: three chunks.
+  char* c = static_cast<char*>(mallocOn(50 * kMiB));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c, b + 30 * kMiB);
+  mark(c, 50 * kMiB, 5);
+  const mtiaMemoryStats s3 = stats();
+  EXPECT_EQ(cur(s3.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(100 * kMiB));
+  EXPECT_EQ(s3.num_device_alloc - s2.num_device_alloc, 3);
+  EXPECT_TRUE(marked(a, 5 * kMiB, 1));
+  EXPECT_TRUE(marked(b, 30 * kMiB, 3));
+
+  // Freeing c and emptying the cache unmaps the chunks wholly inside free memory ([40, 100) MiB); the
+  // chunk b shares with c's old start stays.
+  freeOk(c);
+  EXPECT_EQ(cur(stats().reserved_bytes), cur(s3.reserved_bytes)) << "freeing unmapped without emptyCache";
+  ASSERT_OK(mtiaEmptyCache());
+  const mtiaMemoryStats s4 = stats();
+  EXPECT_EQ(cur(s4.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
+  EXPECT_EQ(s4.num_device_free - s3.num_device_free, 3);
+  EXPECT_EQ(cur(s4.segment, L) - cur(s0.segment, L), 1);
+  EXPECT_EQ(m0.free - memInfo().free, 40 * kMiB);
+  EXPECT_TRUE(marked(a, 5 * kMiB, 1));
+  EXPECT_TRUE(marked(b, 30 * kMiB, 3));
+
+  freeOk(b);
+  ASSERT_OK(mtiaEmptyCache());
+  const mtiaMemoryStats s5 = stats();
+  EXPECT_EQ(cur(s5.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(20 * kMiB));
+  EXPECT_TRUE(marked(a, 5 * kMiB, 1));
+
+  // Growing again maps a chunk again at the same addresses; a is untouched.
+  char* d = static_cast<char*>(mallocOn(30 * kMiB));
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d, a + 5 * kMiB);
+  mark(d, 30 * kMiB, 7);
+  EXPECT_EQ(cur(stats().reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
+  EXPECT_TRUE(marked(a, 5 * kMiB, 1));
+  EXPECT_TRUE(marked(d, 30 * kMiB, 7));
+
+  // A kernel writes through the block too.
+  Stream s;
+  ASSERT_OK(s.status());
+  ASSERT_OK(launchFill(s, reinterpret_cast<float*>(d), 4.0f, 30 * kMiB / sizeof(float)));
+  ASSERT_OK(mtiaStreamSynchronize(s));
+  float last = 0;
+  ASSERT_OK(mtiaMemcpy(&last, d + 30 * kMiB - sizeof(float), sizeof last, mtiaMemcpyDeviceToHost));
+  EXPECT_EQ(last, 4.0f);
+
+  freeOk(a);
+  freeOk(d);
+  ASSERT_OK(mtiaEmptyCache());
+  const mtiaMemoryStats s6 = stats();
+  EXPECT_EQ(cur(s6.reserved_bytes), cur(s0.reserved_bytes));
+  EXPECT_EQ(cur(s6.segment), cur(s0.segment)) << "an all-unmapped segment was not given back";
+  EXPECT_EQ(memInfo().free, m0.free);
+  EXPECT_EQ(s6.num_device_alloc - s0.num_device_alloc, s6.num_device_free - s0.num_device_free);
+}
+
+TEST_F(Expandable, SmallPoolGrowsInTwoMiBChunks) {
+  const auto S = mtiaStatSmallPool;
+  const mtiaMemoryStats s0 = stats();
+  char* m1 = static_cast<char*>(mallocOn(kMiB));
+  char* m2 = static_cast<char*>(mallocOn(kMiB));
+  ASSERT_TRUE(m1 && m2);
+  EXPECT_EQ(m2, m1 + kMiB);
+  EXPECT_EQ(cur(stats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
+  char* m3 = static_cast<char*>(mallocOn(kMiB));
+  ASSERT_NE(m3, nullptr);
+  EXPECT_EQ(m3, m2 + kMiB);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(cur(s1.reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(4 * kMiB));
+  EXPECT_EQ(cur(s1.segment, S) - cur(s0.segment, S), 1);
+  EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 2);
+  mark(m1, kMiB, 11);
+  freeOk(m2);
+  freeOk(m3);
+  ASSERT_OK(mtiaEmptyCache());
+  EXPECT_EQ(cur(stats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
+  EXPECT_TRUE(marked(m1, kMiB, 11));
+  freeOk(m1);
+  ASSERT_OK(mtiaEmptyCache());
+  EXPECT_EQ(cur(stats().reserved_bytes), cur(s0.reserved_bytes));
+}
+
+TEST_F(Expandable, EachStreamGrowsItsOwnSegment) {
+  Stream other;
+  ASSERT_OK(other.status());
+  const mtiaMemoryStats s0 = stats();
+  void* a = mallocOn(5 * kMiB);
+  void* b = mallocOn(5 * kMiB, other);
+  ASSERT_TRUE(a && b);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(cur(s1.segment, mtiaStatLargePool) - cur(s0.segment, mtiaStatLargePool), 2);
+  EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(40 * kMiB));
+  freeOk(a);
+  freeOk(b);
+  ASSERT_OK(mtiaEmptyCache());
+  EXPECT_EQ(cur(stats().segment), cur(s0.segment));
+}
+
+TEST_F(Expandable, MemoryFractionLimitsMappedChunks) {
+  ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
+  ASSERT_OK(mtiaSetMemoryFraction(0.25, 0));  // 64 MiB: three 20 MiB chunks
+  void* a = mallocOn(5 * kMiB);
+  void* b = mallocOn(50 * kMiB);  // up to 55 MiB: chunks 0 to 2
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(cur(stats().reserved_bytes, mtiaStatLargePool), static_cast<int64_t>(60 * kMiB));
+  void* c = nullptr;
+  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&c, 10 * kMiB), "memory fraction");
+  void* d = mallocOn(5 * kMiB);  // what is mapped still serves
+  EXPECT_NE(d, nullptr);
+  for (void* p : {a, b, d}) freeOk(p);
+  ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));
+  ASSERT_OK(mtiaEmptyCache());
+}
+
+TEST_F(Expandable, SwitchedOffNewSegmentsArePlain) {
+  ASSERT_OK(mtiaAllocatorSetConfig("expandable_segments:False"));
+  const mtiaMemoryStats s0 = stats();
+  void* p = mallocOn(12 * kMiB);
+  ASSERT_NE(p, nullptr);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(12 * kMiB))
+      << "a plain segment is the request rounded to 2 MiB, not a 20 MiB chunk";
+  freeOk(p);
+  ASSERT_OK(mtiaAllocatorSetConfig("expandable_segments:True"));
+  ASSERT_OK(mtiaEmptyCache());
+}
