@@ -95,7 +95,8 @@ struct MemInfo {
 };
 inline MemInfo memInfo() {
   MemInfo m;
-  if (mtiaMemGetInfo(&m.free, &m.total) != mtiaSuccess) ADD_FAILURE() << "mtiaMemGetInfo: " << mtiaGetLastErrorMessage();
+  if (mtiaMemGetInfo(&m.free, &m.total) != mtiaSuccess)
+    ADD_FAILURE() << "mtiaMemGetInfo: " << mtiaGetLastErrorMessage();
   return m;
 }
 

@@ -90,7 +90,8 @@ TEST_F(AllocBadInput, RecordStream) {
 TEST_F(AllocBadInput, MemoryFraction) {
   const double bad[] = {std::nan(""), -0.1, 1.0001, -std::numeric_limits<double>::infinity(),
                         std::numeric_limits<double>::infinity()};
-  for (double f : bad) EXPECT_FAILS(mtiaErrorInvalidValue, mtiaSetMemoryFraction(f, 0), "mtiaSetMemoryFraction|fraction");
+  for (double f : bad)
+    EXPECT_FAILS(mtiaErrorInvalidValue, mtiaSetMemoryFraction(f, 0), "mtiaSetMemoryFraction|fraction");
   EXPECT_FAILS(mtiaErrorInvalidDevice, mtiaSetMemoryFraction(0.5, 99), "mtiaSetMemoryFraction|99");
   EXPECT_FAILS(mtiaErrorInvalidDevice, mtiaSetMemoryFraction(0.5, -1), "mtiaSetMemoryFraction");
   // Nothing was applied: a large allocation still fits.

@@ -240,7 +240,8 @@ TEST_F(Roundup, ListGivesEachIntervalItsOwnDivisions) {
 // per_process_memory_fraction:0.5,release_lock_on_cudamalloc:True,pinned_use_background_threads:False
 
 TEST_F(ConfigEnv, EveryKeyFromTheEnvironmentIsInEffect) {
-  if (std::getenv("MTIA_ALLOC_CONF") == nullptr) GTEST_SKIP() << "runs with MTIA_ALLOC_CONF set (ctest alloc_config_env)";
+  if (std::getenv("MTIA_ALLOC_CONF") == nullptr)
+    GTEST_SKIP() << "runs with MTIA_ALLOC_CONF set (ctest alloc_config_env)";
   const std::string c = getConfig();
   EXPECT_TRUE(has(c, "max_split_size_mb:64")) << c;
   EXPECT_TRUE(has(c, "max_non_split_rounding_mb:30")) << c;
@@ -532,6 +533,27 @@ TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
   void* back = mallocOn(200 * kMiB);
   EXPECT_NE(back, nullptr);
   freeOk(back);
+}
+
+TEST_F(Fraction, NamingPerProcessMemoryFractionAppliesItEvenWhenTheSettingIsUnchanged) {
+  // mtiaAllocatorSetConfig applies the keys it is given "for every device". Known bug: the device
+  // allocators apply per_process_memory_fraction only when its value differs from the previous
+  // setting (DeviceAllocator::setConfig compares configurations), so after mtiaSetMemoryFraction(1.0)
+  // a second "per_process_memory_fraction:0.25" is silently ignored. The fix needs to know which keys
+  // the string named (mtiaAllocatorSetConfig in runtime/capi/allocator_api.cpp, or a flag from
+  // AllocConfig::parse), outside the allocator's own files: left for the owner of that code.
+  if (std::getenv("MTIA_TEST_KNOWN_BUGS") == nullptr)
+    GTEST_SKIP() << "known bug (MTIA_TEST_KNOWN_BUGS=1 runs it): an unchanged per_process_memory_fraction "
+                    "setting is not re-applied (see the comment)";
+  ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
+  ASSERT_OK(mtiaAllocatorSetConfig("per_process_memory_fraction:0.25"));
+  ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));
+  ASSERT_OK(mtiaAllocatorSetConfig("per_process_memory_fraction:0.25"));
+  void* p = nullptr;
+  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&p, 100 * kMiB), "memory fraction");
+  if (p != nullptr) freeOk(p);
+  ASSERT_OK(mtiaAllocatorSetConfig("per_process_memory_fraction:1"));
+  ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));
 }
 
 TEST_F(Fraction, PerProcessMemoryFractionSettingLimitsEveryDevice) {

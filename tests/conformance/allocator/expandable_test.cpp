@@ -174,6 +174,57 @@ TEST_F(Expandable, MemoryFractionLimitsMappedChunks) {
   ASSERT_OK(mtiaEmptyCache());
 }
 
+TEST_F(Expandable, OutOfMemoryUnmapsAnotherStreamsFreeChunks) {
+  ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
+  Stream a, b;
+  ASSERT_OK(a.status());
+  ASSERT_OK(b.status());
+  void* x = mallocOn(200 * kMiB, a);
+  ASSERT_NE(x, nullptr);
+  freeOk(x);  // 200 MiB mapped and cached on a
+  const mtiaMemoryStats s0 = stats();
+  void* y = mallocOn(100 * kMiB, b);  // 56 MiB are free: a's chunks have to go first
+  ASSERT_NE(y, nullptr);
+  mark(y, 100 * kMiB, 21);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
+  EXPECT_EQ(cur(s1.reserved_bytes), static_cast<int64_t>(100 * kMiB));
+  EXPECT_EQ(s1.num_ooms, s0.num_ooms);
+  EXPECT_EQ(memInfo().free, 156 * kMiB);
+  EXPECT_TRUE(marked(y, 100 * kMiB, 21));
+  freeOk(y);
+  ASSERT_OK(mtiaEmptyCache());
+  EXPECT_EQ(cur(stats().reserved_bytes), 0);
+}
+
+TEST_F(Expandable, PrivatePoolSegmentsGrowAndGoBackOnRelease) {
+  mtiaMemPoolId_t id{};
+  ASSERT_OK(mtiaGraphPoolHandle(&id));
+  const mtiaMemoryStats s0 = stats();
+  void* outside = mallocOn(5 * kMiB);  // the default pool's segment
+  ASSERT_NE(outside, nullptr);
+  freeOk(outside);
+  ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, nullptr));
+  char* p = static_cast<char*>(mallocOn(5 * kMiB));
+  char* q = static_cast<char*>(mallocOn(30 * kMiB));
+  ASSERT_TRUE(p && q);
+  ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
+  EXPECT_NE(p, outside) << "the pool took the default pool's expandable segment";
+  EXPECT_EQ(q, p + 5 * kMiB);
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(cur(s1.segment, mtiaStatLargePool) - cur(s0.segment, mtiaStatLargePool), 2);
+  EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(60 * kMiB));
+  freeOk(p);
+  ASSERT_OK(mtiaMemPoolRelease(0, id));
+  EXPECT_EQ(cur(stats().reserved_bytes), cur(s1.reserved_bytes)) << "a live block's segment went back";
+  freeOk(q);
+  const mtiaMemoryStats s2 = stats();
+  EXPECT_EQ(cur(s2.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(20 * kMiB))
+      << "the released pool's segment did not go back when its last block was freed";
+  EXPECT_EQ(cur(s2.segment) - cur(s0.segment), 1);
+  ASSERT_OK(mtiaEmptyCache());
+}
+
 TEST_F(Expandable, SwitchedOffNewSegmentsArePlain) {
   ASSERT_OK(mtiaAllocatorSetConfig("expandable_segments:False"));
   const mtiaMemoryStats s0 = stats();

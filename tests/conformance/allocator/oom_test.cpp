@@ -187,7 +187,8 @@ TEST_F(Oom, MessageCountsPrivatePools) {
   ASSERT_NE(pooled, nullptr);
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
   void* p = nullptr;
-  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&p, 60 * kMiB), "12.00 MiB of its memory is held in private pools");
+  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&p, 60 * kMiB),
+               "12.00 MiB of its memory is held in private pools");
   freeOk(pooled);
   ASSERT_OK(mtiaMemPoolRelease(0, id));
 }
@@ -328,6 +329,34 @@ TEST_F(Oom, SearchesAgainAfterWaitingForPendingFrees) {
   EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
   EXPECT_EQ(s1.num_ooms, s0.num_ooms);
   for (void* p : {again, y, f}) freeOk(p);
+}
+
+TEST_F(Oom, DuringACaptureNothingIsFreedToTheDevice) {
+  // While a stream is routed to a private pool (a capture) the allocator frees nothing to the device:
+  // the request fails out of memory with the cached segment still there; after the capture the same
+  // request succeeds through the release-everything retry.
+  Stream capture;
+  ASSERT_OK(capture.status());
+  void* cached = mallocOn(20 * kMiB);
+  ASSERT_NE(cached, nullptr);
+  freeOk(cached);
+  mtiaMemPoolId_t id{};
+  ASSERT_OK(mtiaGraphPoolHandle(&id));
+  ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, capture));
+  const mtiaMemoryStats s0 = stats();
+  void* p = nullptr;
+  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMallocAsync(&p, 50 * kMiB, capture), "tried to allocate 50.00 MiB");
+  const mtiaMemoryStats s1 = stats();
+  EXPECT_EQ(s1.num_device_free, s0.num_device_free) << "memory went back to the device during a capture";
+  EXPECT_EQ(s1.num_alloc_retries, s0.num_alloc_retries);
+  EXPECT_EQ(cur(s1.reserved_bytes), cur(s0.reserved_bytes));
+  EXPECT_EQ(s1.num_ooms - s0.num_ooms, 1);
+  ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
+  ASSERT_OK(mtiaMemPoolRelease(0, id));
+  void* q = mallocOn(50 * kMiB);
+  EXPECT_NE(q, nullptr);
+  EXPECT_EQ(stats().num_alloc_retries - s1.num_alloc_retries, 1);
+  freeOk(q);
 }
 
 TEST_F(OomFaults, LadderStepByStepWithInjectedFailures) {

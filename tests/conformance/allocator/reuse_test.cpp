@@ -204,6 +204,50 @@ TEST_F(Reuse, EmptyCacheWaitsForPendingFreesThenGivesTheirMemoryBack) {
   EXPECT_GE(s1.num_sync_all_streams - s0.num_sync_all_streams, 1);
 }
 
+TEST_F(Reuse, RecordedStreamMayBeDestroyedBeforeItsWorkIsDone) {
+  Stream a;
+  ASSERT_OK(a.status());
+  mtiaStream_t b = nullptr;
+  ASSERT_OK(mtiaStreamCreate(&b));
+  void* p = mallocOn(4096, a);
+  ASSERT_NE(p, nullptr);
+  Latch latch;
+  ASSERT_OK(latch.block(b));
+  ASSERT_OK(mtiaRecordStream(p, b));
+  ASSERT_OK(mtiaStreamDestroy(b));  // its queued work still runs
+  freeOk(p);
+  void* q = mallocOn(4096, a);
+  EXPECT_NE(q, p) << "reused while the destroyed stream's queued work had not run";
+  latch.open();
+  ASSERT_OK(mtiaEmptyCache());  // waits for that work
+  void* r = mallocOn(4096, a);
+  freeOk(q);
+  freeOk(r);
+  EXPECT_EQ(cur(stats().active), 0);
+}
+
+TEST_F(Reuse, RecordStreamOfAnotherDevice) {
+  if (devices_ < 2) GTEST_SKIP() << "needs two devices";
+  Stream a;
+  Stream other(1);
+  ASSERT_OK(a.status());
+  ASSERT_OK(other.status());
+  void* p = mallocOn(4096, a);
+  ASSERT_NE(p, nullptr);
+  Latch latch;
+  ASSERT_OK(latch.block(other));
+  ASSERT_OK(mtiaRecordStream(p, other));
+  freeOk(p);
+  void* q = mallocOn(4096, a);
+  EXPECT_NE(q, p) << "reused while a stream of device 1 named with mtiaRecordStream was busy";
+  latch.open();
+  ASSERT_OK(mtiaStreamSynchronize(other));
+  void* r = mallocOn(4096, a);
+  EXPECT_EQ(r, p);
+  freeOk(q);
+  freeOk(r);
+}
+
 TEST_F(Reuse, MallocAsyncAllocatesOnTheStreamsDevice) {
   if (devices_ < 2) GTEST_SKIP() << "needs two devices";
   Stream s1(1);
