@@ -259,8 +259,10 @@ std::string DeviceAllocator::outOfMemoryMessage(size_t size, size_t rounded, uin
   else if (fractionSet_ && reserved + segmentSize(rounded) > limit && free >= segmentSize(rounded))
     m += "The memory fraction is the limit (mtiaSetMemoryFraction, per_process_memory_fraction).";
   else if (unallocated >= rounded)
-    m += "Fragmentation: more than the request is reserved but unallocated, yet no free block fits; "
-         "MTIA_ALLOC_CONF=expandable_segments:True avoids this.";
+    m += config_.expandableSegments  // no point suggesting what is already on
+             ? "Fragmentation: more than the request is reserved but unallocated, yet no free block fits."
+             : "Fragmentation: more than the request is reserved but unallocated, yet no free block fits; "
+               "MTIA_ALLOC_CONF=expandable_segments:True avoids this.";
   else
     m += "The device is exhausted: free memory or allocate less.";
   if (!driverRefusal_.empty()) m += fmt::format(" (The driver said: {})", driverRefusal_);
