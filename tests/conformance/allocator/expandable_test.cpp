@@ -225,6 +225,52 @@ TEST_F(Expandable, PrivatePoolSegmentsGrowAndGoBackOnRelease) {
   ASSERT_OK(mtiaEmptyCache());
 }
 
+TEST_F(Expandable, FragmentationMessageDoesNotSuggestWhatIsOn) {
+  ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
+  // Four 5 MiB blocks in the first 20 MiB chunk, two of them freed (holes inside one chunk), and 220 MiB
+  // more: 240 MiB mapped, 16 MiB left on the device, less than a chunk.
+  void* a = mallocOn(5 * kMiB);
+  void* b = mallocOn(5 * kMiB);
+  void* c = mallocOn(5 * kMiB);
+  void* d = mallocOn(5 * kMiB);
+  void* f = mallocOn(220 * kMiB);
+  ASSERT_TRUE(a && b && c && d && f);
+  freeOk(a);
+  freeOk(c);
+  void* p = nullptr;
+  EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&p, 8 * kMiB), "10.00 MiB reserved but unallocated|Fragmentation");
+  const std::string message = mtiaGetLastErrorMessage();
+  EXPECT_EQ(message.find("expandable_segments:True"), std::string::npos)
+      << "the message suggests expandable segments, which are on: " << message;
+  for (void* x : {b, d, f}) freeOk(x);
+}
+
+TEST_F(Expandable, ManyStreamsDoNotRunOutOfAddressSpace) {
+  // Known bug, left for a design decision: each stream's large-pool segment reserves addresses for the
+  // whole device (newExpandableSegment, halving only when the reservation fails) and the simulated
+  // device has four times its memory as addresses, so once a handful of streams (or private pools) hold
+  // live blocks in their own segments, the addresses are gone and a further stream's 5 MiB request fails
+  // with mtiaErrorMemoryAllocation while most of the device is free. (PyTorch reserves 1 1/8 x memory
+  // per segment on CUDA's far larger address space, and added expandable_segments_reserve for this.)
+  // Fixing it means choosing the reservation from the driver's address-space size or trimming the
+  // reservations of existing segments: not a small change.
+  if (std::getenv("MTIA_TEST_KNOWN_BUGS") == nullptr)
+    GTEST_SKIP() << "known bug (MTIA_TEST_KNOWN_BUGS=1 runs it): expandable segments exhaust the address space";
+  ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<void*> live;
+  for (int i = 0; i < 8; ++i) {
+    SCOPED_TRACE("stream " + std::to_string(i));
+    streams.push_back(std::make_unique<Stream>());
+    ASSERT_OK(streams.back()->status());
+    void* p = nullptr;
+    EXPECT_OK(mtiaMallocAsync(&p, 5 * kMiB, *streams.back()));
+    if (p != nullptr) live.push_back(p);
+  }
+  for (void* p : live) freeOk(p);
+  ASSERT_OK(mtiaEmptyCache());
+}
+
 TEST_F(Expandable, SwitchedOffNewSegmentsArePlain) {
   ASSERT_OK(mtiaAllocatorSetConfig("expandable_segments:False"));
   const mtiaMemoryStats s0 = stats();
