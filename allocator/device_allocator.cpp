@@ -7,9 +7,9 @@
 namespace mtia::allocator {
 
 DeviceAllocator::DeviceAllocator(const driver::Driver& driver, int device, int32_t driverDevice, uint64_t totalMemory,
-                                 uint64_t granularity, AllocatorContext& context)
+                                 uint64_t granularity, uint64_t addressSpace, AllocatorContext& context)
     : memory_(driver, device, driverDevice), context_(context), device_(device), totalMemory_(totalMemory),
-      granularity_(granularity != 0 ? granularity : 1), config_(context.config()) {
+      granularity_(granularity != 0 ? granularity : 1), addressSpace_(addressSpace), config_(context.config()) {
   fraction_ = config_.perProcessMemoryFraction;
   fractionSet_ = fraction_ < 1.0;
 }
@@ -331,9 +331,9 @@ std::optional<Allocation> DeviceAllocator::find(const void* ptr) const {
   return Allocation{reinterpret_cast<void*>(hit->address), hit->requested, hit->size, device_};
 }
 
-void DeviceAllocator::setConfig(const AllocConfig& config) {
+void DeviceAllocator::setConfig(const AllocConfig& config, bool applyFraction) {
   std::lock_guard<FutexMutex> lock(mu_);
-  if (config.perProcessMemoryFraction != config_.perProcessMemoryFraction) {
+  if (applyFraction) {
     fraction_ = config.perProcessMemoryFraction;
     fractionSet_ = true;
   }

@@ -49,9 +49,11 @@ namespace mtia::allocator {
 class DeviceAllocator {
  public:
   // device: the runtime's ordinal (messages, observers); totalMemory: the device's memory in bytes;
-  // granularity: the driver's allocation granularity (segments and chunks are multiples of it).
+  // granularity: the driver's allocation granularity (segments and chunks are multiples of it);
+  // addressSpace: the device's virtual address range in bytes (0 when the driver does not say), which
+  // bounds what one expandable segment reserves.
   DeviceAllocator(const driver::Driver& driver, int device, int32_t driverDevice, uint64_t totalMemory,
-                  uint64_t granularity, AllocatorContext& context);
+                  uint64_t granularity, uint64_t addressSpace, AllocatorContext& context);
   // Gives every segment back (the process is ending; the runtime drained the device first).
   ~DeviceAllocator();
   DeviceAllocator(const DeviceAllocator&) = delete;
@@ -77,9 +79,10 @@ class DeviceAllocator {
   // private pools. Thread-safe; blocking. Throws IllegalState (a capture routes allocations here; nothing
   // is freed), the device's sticky fault (after freeing).
   void emptyCache();
-  // New settings (roundup, split limits, expandable segments for new segments, garbage collection;
-  // per_process_memory_fraction when it changed). Thread-safe.
-  void setConfig(const AllocConfig& config);
+  // New settings (roundup, split limits, expandable segments for new segments, garbage collection);
+  // applyFraction: the settings named per_process_memory_fraction, which then replaces the device's
+  // memory fraction (as mtiaSetMemoryFraction does). Thread-safe.
+  void setConfig(const AllocConfig& config, bool applyFraction);
   // Limits reserved memory to fraction x total (fraction in [0, 1], checked by the caller). Thread-safe.
   void setMemoryFraction(double fraction);
 
@@ -179,6 +182,7 @@ class DeviceAllocator {
   const int device_;
   const uint64_t totalMemory_;
   const size_t granularity_;
+  const uint64_t addressSpace_;
 
   mutable FutexMutex mu_;
   AllocConfig config_;

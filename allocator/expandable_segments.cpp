@@ -79,9 +79,13 @@ void DeviceAllocator::reclaimHoles(BlockPool& pool, streams::Stream& stream, siz
 Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded) {
   const size_t chunk = granular(pool.kind() == PoolKind::Small ? kSmallBuffer : kLargeBuffer);
   const size_t need = roundUpTo(rounded, chunk);
-  // The large pool's segment may grow to the whole device; small requests rarely need more than an
-  // eighth. A smaller reservation is tried when addresses run short (many streams and pools).
-  const size_t share = pool.kind() == PoolKind::Small ? totalMemory_ / 8 : totalMemory_;
+  // The large pool's segment may grow to the whole device, small requests rarely need more than an
+  // eighth; but every stream and private pool has segments of its own, so one reservation takes at most
+  // an eighth of the device's address space (the simulated device has four times its memory), and a
+  // stream that outgrows it gets another segment. Halved reservations are tried when addresses run
+  // short all the same.
+  size_t share = pool.kind() == PoolKind::Small ? totalMemory_ / 8 : totalMemory_;
+  if (addressSpace_ != 0) share = std::min<size_t>(share, addressSpace_ / 8);
   size_t size = std::max(need, roundUpTo(share, chunk));
   uintptr_t va = 0;
   for (;;) {

@@ -77,7 +77,7 @@ struct DeviceStats {
   int64_t numDeviceFree = 0;     // driver frees (and unmaps)
   Stat oversizeAllocations;      // allocations of at least max_split_size_mb
   Stat oversizeSegments;         // segments of at least max_split_size_mb
-  int64_t maxSplitSize = 0;      // the setting, in bytes (0: no limit)
+  int64_t maxSplitSize = 0;      // the setting, in bytes (-1: no limit, as PyTorch reports it)
 
   // mtiaMemoryResetPeakStats: every peak becomes the current value.
   void resetPeaks() {

@@ -28,7 +28,7 @@ allocator::DeviceAllocator& Device::createMemory() {
   std::lock_guard lock(mu_);
   if (!memoryOwner_) {
     memoryOwner_ = std::make_unique<allocator::DeviceAllocator>(driver_, ordinal_, driverDevice_, info_.totalMemory,
-                                                                info_.allocationGranularity, allocContext_);
+                                                                info_.allocationGranularity, info_.vaSize, allocContext_);
     memory_.store(memoryOwner_.get(), std::memory_order_release);
   }
   return *memoryOwner_;

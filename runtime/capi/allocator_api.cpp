@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <string_view>
 
 using mtia::apiCall;
 using mtia::fail;
@@ -87,8 +88,11 @@ MTIA_API mtiaError_t mtiaAllocatorSetConfig(const char* conf) {
     const alloc::AllocConfig next = alloc::AllocConfig::parse(conf, ctx.config());
     ctx.setConfig(next);
     rt.hostAllocator().setConfig(next);
+    // A key name cannot appear inside a value (numbers, True/False, lists of numbers): the parser
+    // accepted the string, so finding the name means the string set it.
+    const bool namesFraction = std::string_view(conf).find("per_process_memory_fraction") != std::string_view::npos;
     for (int i = 0; i < rt.deviceCount(); ++i)
-      if (alloc::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) mem->setConfig(next);
+      if (alloc::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) mem->setConfig(next, namesFraction);
   });
 }
 

@@ -536,15 +536,8 @@ TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
 }
 
 TEST_F(Fraction, NamingPerProcessMemoryFractionAppliesItEvenWhenTheSettingIsUnchanged) {
-  // mtiaAllocatorSetConfig applies the keys it is given "for every device". Known bug: the device
-  // allocators apply per_process_memory_fraction only when its value differs from the previous
-  // setting (DeviceAllocator::setConfig compares configurations), so after mtiaSetMemoryFraction(1.0)
-  // a second "per_process_memory_fraction:0.25" is silently ignored. The fix needs to know which keys
-  // the string named (mtiaAllocatorSetConfig in runtime/capi/allocator_api.cpp, or a flag from
-  // AllocConfig::parse), outside the allocator's own files: left for the owner of that code.
-  if (std::getenv("MTIA_TEST_KNOWN_BUGS") == nullptr)
-    GTEST_SKIP() << "known bug (MTIA_TEST_KNOWN_BUGS=1 runs it): an unchanged per_process_memory_fraction "
-                    "setting is not re-applied (see the comment)";
+  // mtiaAllocatorSetConfig applies the keys it is given for every device: naming the fraction applies it
+  // again even when the setting's value did not change (mtiaSetMemoryFraction changed it meanwhile).
   ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
   ASSERT_OK(mtiaAllocatorSetConfig("per_process_memory_fraction:0.25"));
   ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));

@@ -246,16 +246,9 @@ TEST_F(Expandable, FragmentationMessageDoesNotSuggestWhatIsOn) {
 }
 
 TEST_F(Expandable, ManyStreamsDoNotRunOutOfAddressSpace) {
-  // Known bug, left for a design decision: each stream's large-pool segment reserves addresses for the
-  // whole device (newExpandableSegment, halving only when the reservation fails) and the simulated
-  // device has four times its memory as addresses, so once a handful of streams (or private pools) hold
-  // live blocks in their own segments, the addresses are gone and a further stream's 5 MiB request fails
-  // with mtiaErrorMemoryAllocation while most of the device is free. (PyTorch reserves 1 1/8 x memory
-  // per segment on CUDA's far larger address space, and added expandable_segments_reserve for this.)
-  // Fixing it means choosing the reservation from the driver's address-space size or trimming the
-  // reservations of existing segments: not a small change.
-  if (std::getenv("MTIA_TEST_KNOWN_BUGS") == nullptr)
-    GTEST_SKIP() << "known bug (MTIA_TEST_KNOWN_BUGS=1 runs it): expandable segments exhaust the address space";
+  // Every stream and private pool has segments of its own: a reservation takes at most an eighth of the
+  // device's address space (the simulated device has four times its memory), so eight streams holding
+  // live blocks do not run out of addresses while most of the device is free.
   ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<void*> live;
