@@ -4,7 +4,7 @@
 // everything is freed and the statistics must say so: nothing allocated, nothing active, nothing
 // reserved after mtiaEmptyCache. Deterministic in its operation count (fixed seeds), not time-based;
 // the build runs it under ThreadSanitizer as well. The second round lets the driver allocate with the
-// allocator's lock released (release_lock_on_device_malloc:True).
+// allocator's lock released (release_lock_on_device_malloc:True), the third grows expandable segments.
 #include <gtest/gtest.h>
 #include <mtia/mtia.h>
 
@@ -261,7 +261,6 @@ TEST(AllocStress, EightThreadsAllocateAndFreeAcrossStreamsAndThreads) {
   runRound("default settings");
   ASSERT_EQ(mtiaAllocatorSetConfig("release_lock_on_device_malloc:True"), mtiaSuccess);
   runRound("release_lock_on_device_malloc:True");
-  // No round with expandable_segments:True yet: its segments reserve addresses for the whole device
-  // each, and this many streams and private pools exhaust the simulated device's address space (known
-  // bug, see Expandable.ManyStreamsDoNotRunOutOfAddressSpace).
+  ASSERT_EQ(mtiaAllocatorSetConfig("release_lock_on_device_malloc:False,expandable_segments:True"), mtiaSuccess);
+  runRound("expandable_segments:True");
 }
