@@ -1,68 +1,64 @@
-// Snapshots in JSON, through simdjson's DOM parser.
+// Snapshots in JSON, through simdjson's DOM parser (the whole file at a few
+// GB/s; a snapshot's consumers jump between segments and traces anyway).
+#include "snapshot_builder.hpp"
 #include "snapshot_reader.hpp"
 
-#include <fmt/format.h>
 #include <simdjson.h>
+
+#include <cmath>
 
 namespace mtia::mem {
 
 namespace {
 
-uint64_t unsignedField(simdjson::dom::element e, const char* key, const std::string& where, bool required) {
-  simdjson::dom::element v;
-  if (e[key].get(v) != simdjson::SUCCESS) {
-    if (required) throw SnapshotError(fmt::format("{}: no '{}'", where, key));
-    return 0;
+class JsonNode {
+ public:
+  JsonNode() = default;
+  explicit JsonNode(simdjson::dom::element e) : e_(e) {}
+
+  bool isDict() const { return e_.is_object(); }
+  bool isList() const { return e_.is_array(); }
+  bool member(std::string_view key, JsonNode& out) const {
+    simdjson::dom::object o;
+    simdjson::dom::element v;
+    if (e_.get_object().get(o) != simdjson::SUCCESS || o.at_key(key).get(v) != simdjson::SUCCESS) return false;
+    out = JsonNode(v);
+    return true;
   }
-  uint64_t u = 0;
-  if (v.get_uint64().get(u) == simdjson::SUCCESS) return u;
-  int64_t i = 0;
-  if (v.get_int64().get(i) == simdjson::SUCCESS) return static_cast<uint64_t>(i);
-  double d = 0;
-  if (v.get_double().get(d) == simdjson::SUCCESS && d >= 0) return static_cast<uint64_t>(d);
-  throw SnapshotError(fmt::format("{}: '{}' is not a non-negative number", where, key));
-}
+  template <class F>
+  void forEach(F&& f) const {
+    simdjson::dom::array a;
+    if (e_.get_array().get(a) != simdjson::SUCCESS) return;
+    for (simdjson::dom::element item : a) f(JsonNode(item));
+  }
+  size_t size() const {
+    simdjson::dom::array a;
+    return e_.get_array().get(a) == simdjson::SUCCESS ? a.size() : 0;
+  }
+  bool u64(uint64_t& out) const {
+    if (e_.get_uint64().get(out) == simdjson::SUCCESS) return true;
+    double d = 0;  // some writers put integers as 1.0e9; take them if they are whole
+    if (e_.get_double().get(d) != simdjson::SUCCESS || !(d >= 0) || d >= 0x1p64 || std::trunc(d) != d) return false;
+    out = static_cast<uint64_t>(d);
+    return true;
+  }
+  bool i64(int64_t& out) const { return e_.get_int64().get(out) == simdjson::SUCCESS; }
+  bool f64(double& out) const { return e_.get_double().get(out) == simdjson::SUCCESS; }
+  bool str(std::string_view& out) const { return e_.get_string().get(out) == simdjson::SUCCESS; }
+  bool boolean(bool& out) const { return e_.get_bool().get(out) == simdjson::SUCCESS; }
+
+ private:
+  simdjson::dom::element e_;
+};
 
 }  // namespace
 
-Snapshot readJsonSnapshot(const std::string& path) {
+Snapshot readJsonSnapshot(const std::string& path, const ReadOptions& options) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto err = parser.load(path).get(doc); err != simdjson::SUCCESS)
     throw SnapshotError(fmt::format("{}: not a JSON snapshot: {}", path, simdjson::error_message(err)));
-  simdjson::dom::array traces;
-  if (doc["device_traces"].get_array().get(traces) != simdjson::SUCCESS)
-    throw SnapshotError(fmt::format(
-        "{}: no 'device_traces' list (PyTorch 1.13 snapshots and snapshots taken without history have no trace)",
-        path));
-  Snapshot snap;
-  size_t dev = 0;
-  for (simdjson::dom::element device : traces) {
-    simdjson::dom::array entries;
-    if (device.get_array().get(entries) != simdjson::SUCCESS)
-      throw SnapshotError(fmt::format("{}: device_traces[{}] is not a list", path, dev));
-    auto& out = snap.deviceTraces.emplace_back();
-    out.reserve(entries.size());
-    size_t i = 0;
-    for (simdjson::dom::element e : entries) {
-      const std::string where = fmt::format("{}: device_traces[{}][{}]", path, dev, i++);
-      std::string_view action;
-      if (e["action"].get_string().get(action) != simdjson::SUCCESS)
-        throw SnapshotError(fmt::format("{}: no 'action' string", where));
-      TraceEntry t;
-      t.action = actionFromName(action);
-      const bool block = t.action == Action::Alloc || t.action == Action::FreeRequested ||
-                         t.action == Action::FreeCompleted;
-      t.addr = unsignedField(e, t.action == Action::Oom ? "device_free" : "addr", where, block);
-      t.size = unsignedField(e, "size", where, block);
-      t.stream = unsignedField(e, "stream", where, false);
-      double us = 0;
-      if (e["time_us"].get_double().get(us) == simdjson::SUCCESS) t.timeUs = us;
-      out.push_back(t);
-    }
-    ++dev;
-  }
-  return snap;
+  return SnapshotBuilder<JsonNode>(path, options).build(JsonNode(doc));
 }
 
 }  // namespace mtia::mem

@@ -3,46 +3,63 @@
 #include <fmt/format.h>
 
 #include <bit>
-#include <cstring>
-#include <string_view>
+#include <unordered_map>
 
 namespace mtia::mem::pickle {
 
-const List* Value::asList() const {
-  auto* box = std::get_if<std::shared_ptr<ListBox>>(&v);
-  return box != nullptr ? &(*box)->items : nullptr;
-}
-
-const Dict* Value::asDict() const {
-  auto* box = std::get_if<std::shared_ptr<DictBox>>(&v);
-  return box != nullptr ? &(*box)->items : nullptr;
+const std::vector<Value>* Value::asList() const {
+  return kind == Kind::List || kind == Kind::Tuple ? &list->items : nullptr;
 }
 
 const Value* Value::get(std::string_view key) const {
-  const Dict* d = asDict();
-  if (d == nullptr) return nullptr;
-  for (const auto& [k, val] : *d)
-    if (const std::string* s = k.asString(); s != nullptr && *s == key) return &val;
+  if (kind != Kind::Dict) return nullptr;
+  for (auto it = dict->items.rbegin(); it != dict->items.rend(); ++it)
+    if (it->first.kind == Kind::String && it->first.s == key) return &it->second;
   return nullptr;
 }
 
 namespace {
 
-// Bounds for hostile input: nesting of MARKs and the memo's size.
-constexpr size_t kMaxMarks = 100000;
-constexpr size_t kMaxMemo = size_t{1} << 26;
+// Python's pickler batches APPENDS and SETITEMS by 1000 and TorchScript's does
+// not batch at all, so a snapshot's stack holds at most its longest list; these
+// bounds only turn hostile input into a message instead of exhausting memory.
+constexpr size_t kMaxMarks = size_t{1} << 16;
+constexpr size_t kMaxStack = size_t{1} << 28;
 
+enum Op : uint8_t {
+  kMark = '(', kStop = '.', kNone = 'N', kBinInt = 'J', kBinInt1 = 'K', kBinInt2 = 'M',
+  kBinUnicode = 'X', kAppend = 'a', kAppends = 'e', kBinGet = 'h', kLongBinGet = 'j', kDict = 'd',
+  kEmptyDict = '}', kList = 'l', kEmptyList = ']', kBinPut = 'q', kLongBinPut = 'r', kSetItem = 's',
+  kSetItems = 'u', kTuple = 't', kEmptyTuple = ')', kBinFloat = 'G', kProto = 0x80, kTuple1 = 0x85,
+  kTuple2 = 0x86, kTuple3 = 0x87, kNewTrue = 0x88, kNewFalse = 0x89, kLong1 = 0x8a,
+  kShortBinUnicode = 0x8c, kBinUnicode8 = 0x8d, kMemoize = 0x94, kFrame = 0x95,
+};
+
+}  // namespace
+
+// Not in the anonymous namespace: Document names it as a friend.
 class Reader {
  public:
-  Reader(const uint8_t* data, size_t size) : p_(data), size_(size) {}
+  explicit Reader(Document& doc)
+      : doc_(doc), p_(reinterpret_cast<const uint8_t*>(doc.bytes_.data())), size_(doc.bytes_.size()) {}
 
+  static std::unique_ptr<Document> load(std::string bytes) {
+    auto doc = std::make_unique<Document>();
+    doc->bytes_ = std::move(bytes);  // before reading: strings become views into it
+    doc->root_ = Reader(*doc).run();
+    return doc;
+  }
+
+ private:
   Value run() {
+    if (size_ < 2 || p_[0] != kProto) fail(0, "not a pickle of protocol 2 or later (no PROTO opcode)");
     while (pos_ < size_) {
       const size_t at = pos_;
       const uint8_t op = p_[pos_++];
-      if (op == '.') {  // STOP
-        if (stack_.size() != 1 || !marks_.empty()) fail(at, "STOP with {} values on the stack", stack_.size());
-        return std::move(stack_.back());
+      if (op == kStop) {
+        if (stack_.size() != 1 || !marks_.empty())
+          fail(at, "STOP with {} values on the stack and {} open MARKs", stack_.size(), marks_.size());
+        return stack_.back();
       }
       step(at, op);
     }
@@ -55,7 +72,7 @@ class Reader {
     throw Error(fmt::format("offset {}: {}", at, fmt::format(f, std::forward<Args>(args)...)));
   }
 
-  const uint8_t* take(size_t n, size_t at) {
+  const uint8_t* take(uint64_t n, size_t at) {
     if (n > size_ - pos_) fail(at, "needs {} more bytes, {} left", n, size_ - pos_);
     const uint8_t* q = p_ + pos_;
     pos_ += n;
@@ -67,18 +84,25 @@ class Reader {
     for (size_t i = 0; i < n; ++i) v |= uint64_t{q[i]} << (8 * i);
     return v;
   }
-  std::string text(size_t n, size_t at) {
+  std::string_view text(uint64_t n, size_t at) {
     const uint8_t* q = take(n, at);
-    return std::string(reinterpret_cast<const char*>(q), n);
+    return {reinterpret_cast<const char*>(q), static_cast<size_t>(n)};
   }
+
+  void push(const Value& v, size_t at) {
+    if (stack_.size() >= kMaxStack) fail(at, "more than {} values on the stack", kMaxStack);
+    stack_.push_back(v);
+  }
+  // The stack above the innermost MARK is what an opcode may consume.
+  size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   Value pop(size_t at) {
-    if (stack_.empty() || (!marks_.empty() && stack_.size() == marks_.back())) fail(at, "stack underflow");
-    Value v = std::move(stack_.back());
+    if (stack_.size() <= floor()) fail(at, "stack underflow");
+    Value v = stack_.back();
     stack_.pop_back();
     return v;
   }
   Value& top(size_t at) {
-    if (stack_.empty()) fail(at, "stack underflow");
+    if (stack_.size() <= floor()) fail(at, "stack underflow");
     return stack_.back();
   }
   size_t popMark(size_t at) {
@@ -87,147 +111,184 @@ class Reader {
     marks_.pop_back();
     return m;
   }
-  void push(Value v) { stack_.push_back(std::move(v)); }
-  static Value makeList(bool tuple) {
-    auto box = std::make_shared<Value::ListBox>();
-    box->tuple = tuple;
-    return Value{box};
+
+  Value scalar(Value::Kind kind) {
+    Value v;
+    v.kind = kind;
+    return v;
   }
-  Value::ListBox& listAt(Value& v, size_t at) {
-    auto* box = std::get_if<std::shared_ptr<Value::ListBox>>(&v.v);
-    if (box == nullptr || (*box)->tuple) fail(at, "APPEND to something that is not a list");
-    return **box;
+  Value newList(Value::Kind kind) {
+    Value v;
+    v.kind = kind;
+    v.list = &doc_.lists_.emplace_back();
+    return v;
   }
-  Value::DictBox& dictAt(Value& v, size_t at) {
-    auto* box = std::get_if<std::shared_ptr<Value::DictBox>>(&v.v);
-    if (box == nullptr) fail(at, "SETITEM on something that is not a dict");
-    return **box;
+  Value newDict() {
+    Value v;
+    v.kind = Value::Kind::Dict;
+    v.dict = &doc_.dicts_.emplace_back();
+    return v;
   }
-  void memoPut(size_t index, size_t at) {
-    if (index > kMaxMemo) fail(at, "memo index {} too large", index);
-    if (memo_.size() <= index) {
-      memo_.resize(index + 1);
-      memoSet_.resize(index + 1, false);
-    }
-    memo_[index] = top(at);
-    memoSet_[index] = true;
+  // Containers are const to readers of the Document; the Reader alone fills them.
+  ListObj& listOf(const Value& v, const char* op, size_t at) {
+    if (v.kind != Value::Kind::List) fail(at, "{} to something that is not a list", op);
+    return const_cast<ListObj&>(*v.list);
   }
-  void memoGet(size_t index, size_t at) {
-    if (index >= memo_.size() || !memoSet_[index]) fail(at, "memo index {} was never set", index);
-    push(memo_[index]);
+  DictObj& dictOf(const Value& v, const char* op, size_t at) {
+    if (v.kind != Value::Kind::Dict) fail(at, "{} on something that is not a dict", op);
+    return const_cast<DictObj&>(*v.dict);
   }
 
-  void tuple(size_t from, size_t at) {
-    Value t = makeList(true);
-    auto& items = std::get<std::shared_ptr<Value::ListBox>>(t.v)->items;
-    if (from > stack_.size()) fail(at, "stack underflow");
-    for (size_t i = from; i < stack_.size(); ++i) items.push_back(std::move(stack_[i]));
+  // Python's memo is a dict: MEMOIZE stores at len(memo). Picklers number densely, so the vector
+  // holds everything but the odd explicit BINPUT index beyond its end.
+  void memoPut(uint64_t index, size_t at) {
+    const Value& v = top(at);
+    if (index < memo_.size()) memo_[index] = v;
+    else if (index == memo_.size() && sparse_.empty()) memo_.push_back(v);
+    else sparse_[index] = v;
+  }
+  void memoGet(uint64_t index, size_t at) {
+    if (index < memo_.size()) return push(memo_[index], at);
+    auto it = sparse_.find(index);
+    if (it == sparse_.end()) fail(at, "memo index {} was never set", index);
+    push(it->second, at);
+  }
+
+  // Moves stack[from..] into a new list or tuple.
+  Value collect(size_t from, Value::Kind kind) {
+    Value t = newList(kind);
+    auto& items = const_cast<ListObj*>(t.list)->items;
+    items.assign(stack_.begin() + static_cast<ptrdiff_t>(from), stack_.end());
     stack_.resize(from);
-    push(std::move(t));
+    return t;
+  }
+  size_t lastN(size_t n, size_t at) {
+    if (stack_.size() < floor() + n) fail(at, "stack underflow");
+    return stack_.size() - n;
+  }
+  void setItems(DictObj& dict, size_t from, size_t at) {
+    if ((stack_.size() - from) % 2 != 0) fail(at, "a key without a value");
+    for (size_t i = from; i < stack_.size(); i += 2) dict.items.emplace_back(stack_[i], stack_[i + 1]);
+    stack_.resize(from);
   }
 
   void step(size_t at, uint8_t op) {
     switch (op) {
-      case 0x80: {  // PROTO
+      case kProto: {
         const uint64_t v = le(1, at);
         if (v < 2 || v > 5) fail(at, "pickle protocol {} (2 to 5 are read)", v);
         return;
       }
-      case 0x95: take(8, at); return;  // FRAME: a hint only
-      case '(':
+      case kFrame: {  // only a read-ahead hint, but it must fit
+        const uint64_t n = le(8, at);
+        if (n > size_ - pos_) fail(at, "FRAME of {} bytes, {} left", n, size_ - pos_);
+        return;
+      }
+      case kMark:
         if (marks_.size() >= kMaxMarks) fail(at, "more than {} nested MARKs", kMaxMarks);
         marks_.push_back(stack_.size());
         return;
-      case '}': push(Value{std::make_shared<Value::DictBox>()}); return;
-      case ']': push(makeList(false)); return;
-      case ')': push(makeList(true)); return;
-      case 'N': push(Value{}); return;
-      case 0x88: push(Value{true}); return;
-      case 0x89: push(Value{false}); return;
-      case 'K': push(Value{static_cast<int64_t>(le(1, at))}); return;
-      case 'M': push(Value{static_cast<int64_t>(le(2, at))}); return;
-      case 'J': push(Value{static_cast<int64_t>(static_cast<int32_t>(le(4, at)))}); return;
-      case 0x8a: {  // LONG1: little-endian two's complement
-        const size_t n = le(1, at);
-        if (n > 8) fail(at, "integer of {} bytes (at most 8 are read)", n);
-        uint64_t v = n == 0 ? 0 : le(n, at);
-        if (n > 0 && n < 8 && (v >> (8 * n - 1)) != 0) v |= ~uint64_t{0} << (8 * n);  // sign-extend
-        push(Value{static_cast<int64_t>(v)});
-        return;
+      case kEmptyDict: return push(newDict(), at);
+      case kEmptyList: return push(newList(Value::Kind::List), at);
+      case kEmptyTuple: return push(newList(Value::Kind::Tuple), at);
+      case kNone: return push(scalar(Value::Kind::None), at);
+      case kNewTrue:
+      case kNewFalse: {
+        Value v = scalar(Value::Kind::Bool);
+        v.b = op == kNewTrue;
+        return push(v, at);
       }
-      case 'G': {  // BINFLOAT, big-endian
+      case kBinInt1:
+      case kBinInt2:
+      case kBinInt: {
+        Value v = scalar(Value::Kind::Int);
+        if (op == kBinInt) v.i = static_cast<int32_t>(le(4, at));
+        else v.i = static_cast<int64_t>(le(op == kBinInt1 ? 1 : 2, at));
+        return push(v, at);
+      }
+      case kLong1: {  // little-endian two's complement
+        const size_t n = le(1, at);
+        if (n > 8) fail(at, "LONG1 integer of {} bytes: at most 8 (a signed 64-bit value) are read", n);
+        uint64_t u = n == 0 ? 0 : le(n, at);
+        if (n > 0 && n < 8 && (u >> (8 * n - 1)) != 0) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+        Value v = scalar(Value::Kind::Int);
+        v.i = static_cast<int64_t>(u);
+        return push(v, at);
+      }
+      case kBinFloat: {  // big-endian IEEE double
         const uint8_t* q = take(8, at);
         uint64_t bits = 0;
         for (int i = 0; i < 8; ++i) bits = (bits << 8) | q[i];
-        push(Value{std::bit_cast<double>(bits)});
+        Value v = scalar(Value::Kind::Float);
+        v.f = std::bit_cast<double>(bits);
+        return push(v, at);
+      }
+      case kShortBinUnicode:
+      case kBinUnicode:
+      case kBinUnicode8: {
+        const uint64_t n = le(op == kShortBinUnicode ? 1 : op == kBinUnicode ? 4 : 8, at);
+        Value v = scalar(Value::Kind::String);
+        v.s = text(n, at);
+        return push(v, at);
+      }
+      case kMemoize: return memoPut(memo_.size() + sparse_.size(), at);
+      case kBinPut: return memoPut(le(1, at), at);
+      case kLongBinPut: return memoPut(le(4, at), at);
+      case kBinGet: return memoGet(le(1, at), at);
+      case kLongBinGet: return memoGet(le(4, at), at);
+      case kTuple: return push(collect(popMark(at), Value::Kind::Tuple), at);
+      case kTuple1: return push(collect(lastN(1, at), Value::Kind::Tuple), at);
+      case kTuple2: return push(collect(lastN(2, at), Value::Kind::Tuple), at);
+      case kTuple3: return push(collect(lastN(3, at), Value::Kind::Tuple), at);
+      case kList: return push(collect(popMark(at), Value::Kind::List), at);
+      case kDict: {
+        const size_t from = popMark(at);
+        Value d = newDict();
+        setItems(const_cast<DictObj&>(*d.dict), from, at);
+        return push(d, at);
+      }
+      case kAppend: {
+        const Value v = pop(at);
+        listOf(top(at), "APPEND", at).items.push_back(v);
         return;
       }
-      case 0x8c: push(Value{text(le(1, at), at)}); return;  // SHORT_BINUNICODE
-      case 'X': push(Value{text(le(4, at), at)}); return;   // BINUNICODE
-      case 0x8d: push(Value{text(le(8, at), at)}); return;  // BINUNICODE8
-      case 'C': push(Value{Bytes{text(le(1, at), at)}}); return;  // SHORT_BINBYTES
-      case 'B': push(Value{Bytes{text(le(4, at), at)}}); return;  // BINBYTES
-      case 0x94: memoPut(memo_.size(), at); return;                // MEMOIZE
-      case 'q': memoPut(le(1, at), at); return;                    // BINPUT
-      case 'r': memoPut(le(4, at), at); return;                    // LONG_BINPUT
-      case 'h': memoGet(le(1, at), at); return;                    // BINGET
-      case 'j': memoGet(le(4, at), at); return;                    // LONG_BINGET
-      case 't': tuple(popMark(at), at); return;
-      case 0x85: tuple(stackFrom(1, at), at); return;
-      case 0x86: tuple(stackFrom(2, at), at); return;
-      case 0x87: tuple(stackFrom(3, at), at); return;
-      case 'a': {  // APPEND
-        Value v = pop(at);
-        listAt(top(at), at).items.push_back(std::move(v));
+      case kAppends: {
+        const size_t from = popMark(at);
+        if (stack_.size() < from || from <= floor()) fail(at, "APPENDS without a list under its MARK");
+        auto& items = listOf(stack_[from - 1], "APPENDS", at).items;
+        items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(from), stack_.end());
+        stack_.resize(from);
         return;
       }
-      case 'e': {  // APPENDS
-        const size_t m = popMark(at);
-        if (m == 0) fail(at, "APPENDS without a list under its MARK");
-        auto& list = listAt(stack_[m - 1], at);
-        for (size_t i = m; i < stack_.size(); ++i) list.items.push_back(std::move(stack_[i]));
-        stack_.resize(m);
+      case kSetItem: {
+        const Value v = pop(at);
+        const Value k = pop(at);
+        dictOf(top(at), "SETITEM", at).items.emplace_back(k, v);
         return;
       }
-      case 's': {  // SETITEM
-        Value v = pop(at);
-        Value k = pop(at);
-        dictAt(top(at), at).items.emplace_back(std::move(k), std::move(v));
-        return;
-      }
-      case 'u': {  // SETITEMS
-        const size_t m = popMark(at);
-        if (m == 0) fail(at, "SETITEMS without a dict under its MARK");
-        if ((stack_.size() - m) % 2 != 0) fail(at, "SETITEMS with an odd number of values");
-        auto& dict = dictAt(stack_[m - 1], at);
-        for (size_t i = m; i < stack_.size(); i += 2) dict.items.emplace_back(std::move(stack_[i]), std::move(stack_[i + 1]));
-        stack_.resize(m);
+      case kSetItems: {
+        const size_t from = popMark(at);
+        if (from <= floor()) fail(at, "SETITEMS without a dict under its MARK");
+        setItems(dictOf(stack_[from - 1], "SETITEMS", at), from, at);
         return;
       }
       default:
-        fail(at, "opcode 0x{:02x} is not one a memory snapshot uses", op);
+        fail(at, "opcode 0x{:02x} is not one a memory snapshot uses (only dicts, lists, tuples, strings, numbers, "
+                 "booleans and None are read)",
+             op);
     }
   }
-  size_t stackFrom(size_t n, size_t at) {
-    const size_t floor = marks_.empty() ? 0 : marks_.back();
-    if (stack_.size() < floor + n) fail(at, "stack underflow");
-    return stack_.size() - n;
-  }
 
+  Document& doc_;
   const uint8_t* p_;
   size_t size_;
   size_t pos_ = 0;
   std::vector<Value> stack_;
   std::vector<size_t> marks_;
   std::vector<Value> memo_;
-  std::vector<bool> memoSet_;
+  std::unordered_map<uint64_t, Value> sparse_;
 };
 
-}  // namespace
-
-Value parse(const uint8_t* data, size_t size) {
-  if (size < 2 || data[0] != 0x80) throw Error("offset 0: not a pickle of protocol 2 or later (no PROTO opcode)");
-  return Reader(data, size).run();
-}
+std::unique_ptr<Document> parse(std::string bytes) { return Reader::load(std::move(bytes)); }
 
 }  // namespace mtia::mem::pickle

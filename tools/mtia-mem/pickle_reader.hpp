@@ -1,18 +1,25 @@
-// A small reader for the pickles PyTorch writes for memory snapshots
-// (torch.cuda.memory._dump_snapshot: protocol 2 to 4 of a dict of lists,
-// dicts, tuples, strings, integers, floats, booleans and None). It accepts
-// exactly the opcodes those need, checks every length against the input,
-// and rejects anything else with the opcode and its offset: a snapshot
-// file is data, never code, so nothing that would call or import is read.
+// A small reader for the pickles that memory snapshots come in
+// (torch.cuda.memory._dump_snapshot is pickle.dump of a dict of lists, dicts,
+// tuples, strings, integers, floats, booleans and None, protocol 2 to 5).
+// It accepts the opcodes those need, the subset that PyTorch's own viewer
+// (MemoryViz.js) reads too (reference notes 4.5), checks every length against
+// the input, and rejects anything else with the opcode and its offset: a
+// snapshot is data, never code, so nothing that would import or call is read.
+//
+// Every list, tuple and dict lives in the Document's arena and values refer to
+// them by pointer, so the memo hands out the same object as Python does (no
+// copies, however often it is fetched), nesting of any depth or a list that
+// contains itself costs no recursion, and strings are views into the input.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace mtia::mem::pickle {
@@ -22,38 +29,55 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-struct Value;
-using List = std::vector<Value>;
-using Dict = std::vector<std::pair<Value, Value>>;  // in insertion order
+struct ListObj;
+struct DictObj;
 
-struct Bytes {
-  std::string data;
-};
-
-// Lists, tuples and dicts are shared, as in Python: the memo hands out the same object again.
 struct Value {
-  struct ListBox {
-    List items;
-    bool tuple = false;
+  enum class Kind : uint8_t { None, Bool, Int, Float, String, List, Tuple, Dict };
+  Kind kind = Kind::None;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    const ListObj* list;  // List and Tuple
+    const DictObj* dict;
   };
-  struct DictBox {
-    Dict items;
-  };
-  std::variant<std::monostate, bool, int64_t, double, std::string, Bytes, std::shared_ptr<ListBox>,
-               std::shared_ptr<DictBox>>
-      v;
+  std::string_view s;  // String
 
-  bool isNone() const { return std::holds_alternative<std::monostate>(v); }
-  const int64_t* asInt() const { return std::get_if<int64_t>(&v); }
-  const double* asFloat() const { return std::get_if<double>(&v); }
-  const std::string* asString() const { return std::get_if<std::string>(&v); }
-  const List* asList() const;  // a list or a tuple
-  const Dict* asDict() const;
+  Value() : i(0) {}
+  bool isNone() const { return kind == Kind::None; }
+  const bool* asBool() const { return kind == Kind::Bool ? &b : nullptr; }
+  const int64_t* asInt() const { return kind == Kind::Int ? &i : nullptr; }
+  const double* asFloat() const { return kind == Kind::Float ? &f : nullptr; }
+  const std::string_view* asString() const { return kind == Kind::String ? &s : nullptr; }
+  const std::vector<Value>* asList() const;  // a list or a tuple
+  const DictObj* asDict() const { return kind == Kind::Dict ? dict : nullptr; }
   // The value of key in a dict, or null.
   const Value* get(std::string_view key) const;
 };
 
+struct ListObj {
+  std::vector<Value> items;
+};
+
+struct DictObj {
+  std::vector<std::pair<Value, Value>> items;  // in insertion order; a later equal key wins in get()
+};
+
+// The result of parse(): the root value and everything it refers to.
+class Document {
+ public:
+  const Value& root() const { return root_; }
+
+ private:
+  friend class Reader;
+  std::string bytes_;  // strings are views into it
+  std::deque<ListObj> lists_;
+  std::deque<DictObj> dicts_;
+  Value root_;
+};
+
 // Parses one pickle. Throws Error ("offset N: ...") on malformed or unsupported input.
-Value parse(const uint8_t* data, size_t size);
+std::unique_ptr<Document> parse(std::string bytes);
 
 }  // namespace mtia::mem::pickle

@@ -1,68 +1,78 @@
-// Snapshots pickled by torch.cuda.memory._dump_snapshot.
+// Snapshots pickled by torch.cuda.memory._dump_snapshot (or by hand, as
+// PyTorch 1.13 users did with its list of segments).
 #include "pickle_reader.hpp"
+#include "snapshot_builder.hpp"
 #include "snapshot_reader.hpp"
 
-#include <fmt/format.h>
+#include <cmath>
 
 namespace mtia::mem {
 
 namespace {
 
-uint64_t unsignedField(const pickle::Value& e, const char* key, const std::string& where, bool required) {
-  const pickle::Value* v = e.get(key);
-  if (v == nullptr) {
-    if (required) throw SnapshotError(fmt::format("{}: no '{}'", where, key));
-    return 0;
+class PickleNode {
+ public:
+  PickleNode() = default;
+  explicit PickleNode(const pickle::Value* v) : v_(v) {}
+
+  bool isDict() const { return v_->asDict() != nullptr; }
+  bool isList() const { return v_->asList() != nullptr; }
+  bool member(std::string_view key, PickleNode& out) const {
+    const pickle::Value* v = v_->get(key);
+    if (v == nullptr) return false;
+    out = PickleNode(v);
+    return true;
   }
-  if (const int64_t* i = v->asInt()) return static_cast<uint64_t>(*i);
-  if (const double* d = v->asFloat(); d != nullptr && *d >= 0) return static_cast<uint64_t>(*d);
-  throw SnapshotError(fmt::format("{}: '{}' is not an integer", where, key));
-}
+  template <class F>
+  void forEach(F&& f) const {
+    if (const auto* items = v_->asList())
+      for (const pickle::Value& item : *items) f(PickleNode(&item));
+  }
+  size_t size() const { return isList() ? v_->asList()->size() : 0; }
+  bool u64(uint64_t& out) const {
+    if (const int64_t* i = v_->asInt(); i != nullptr && *i >= 0) {
+      out = static_cast<uint64_t>(*i);
+      return true;
+    }
+    const double* d = v_->asFloat();
+    if (d == nullptr || !(*d >= 0) || *d >= 0x1p64 || std::trunc(*d) != *d) return false;
+    out = static_cast<uint64_t>(*d);
+    return true;
+  }
+  bool i64(int64_t& out) const {
+    if (const int64_t* i = v_->asInt()) out = *i;
+    return v_->asInt() != nullptr;
+  }
+  bool f64(double& out) const {
+    if (const double* d = v_->asFloat()) out = *d;
+    else if (const int64_t* i = v_->asInt()) out = static_cast<double>(*i);
+    else return false;
+    return true;
+  }
+  bool str(std::string_view& out) const {
+    if (const std::string_view* s = v_->asString()) out = *s;
+    return v_->asString() != nullptr;
+  }
+  bool boolean(bool& out) const {
+    if (const bool* b = v_->asBool()) out = *b;
+    return v_->asBool() != nullptr;
+  }
+
+ private:
+  static inline const pickle::Value kNone{};
+  const pickle::Value* v_ = &kNone;
+};
 
 }  // namespace
 
-Snapshot readPickleSnapshot(const std::string& path, const std::string& bytes) {
-  pickle::Value root;
+Snapshot readPickleSnapshot(const std::string& path, std::string bytes, const ReadOptions& options) {
+  std::unique_ptr<pickle::Document> doc;
   try {
-    root = pickle::parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    doc = pickle::parse(std::move(bytes));
   } catch (const pickle::Error& e) {
     throw SnapshotError(fmt::format("{}: malformed pickle: {}", path, e.what()));
   }
-  if (root.asDict() == nullptr) throw SnapshotError(fmt::format("{}: the pickle is not a dict", path));
-  const pickle::Value* traces = root.get("device_traces");
-  if (traces == nullptr || traces->asList() == nullptr)
-    throw SnapshotError(fmt::format(
-        "{}: no 'device_traces' list (PyTorch 1.13 snapshots and snapshots taken without history have no trace)",
-        path));
-  Snapshot snap;
-  size_t dev = 0;
-  for (const pickle::Value& device : *traces->asList()) {
-    const pickle::List* entries = device.asList();
-    if (entries == nullptr) throw SnapshotError(fmt::format("{}: device_traces[{}] is not a list", path, dev));
-    auto& out = snap.deviceTraces.emplace_back();
-    out.reserve(entries->size());
-    for (size_t i = 0; i < entries->size(); ++i) {
-      const pickle::Value& e = (*entries)[i];
-      const std::string where = fmt::format("{}: device_traces[{}][{}]", path, dev, i);
-      const pickle::Value* action = e.get("action");
-      if (action == nullptr || action->asString() == nullptr)
-        throw SnapshotError(fmt::format("{}: no 'action' string", where));
-      TraceEntry t;
-      t.action = actionFromName(*action->asString());
-      const bool block = t.action == Action::Alloc || t.action == Action::FreeRequested ||
-                         t.action == Action::FreeCompleted;
-      t.addr = unsignedField(e, t.action == Action::Oom ? "device_free" : "addr", where, block);
-      t.size = unsignedField(e, "size", where, block);
-      t.stream = unsignedField(e, "stream", where, false);
-      if (const pickle::Value* us = e.get("time_us")) {
-        if (const double* d = us->asFloat()) t.timeUs = *d;
-        if (const int64_t* n = us->asInt()) t.timeUs = static_cast<double>(*n);
-      }
-      out.push_back(t);
-    }
-    ++dev;
-  }
-  return snap;
+  return SnapshotBuilder<PickleNode>(path, options).build(PickleNode(&doc->root()));
 }
 
 }  // namespace mtia::mem

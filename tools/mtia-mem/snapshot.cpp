@@ -1,15 +1,18 @@
 #include "snapshot.hpp"
 
-#include <string_view>
+#include <fmt/format.h>
 
 namespace mtia::mem {
 
 namespace {
+
+template <typename E>
 struct Named {
-  Action action;
+  E value;
   const char* name;
 };
-constexpr Named kNames[] = {
+
+constexpr Named<Action> kActions[] = {
     {Action::Alloc, "alloc"},
     {Action::FreeRequested, "free_requested"},
     {Action::FreeCompleted, "free_completed"},
@@ -19,18 +22,50 @@ constexpr Named kNames[] = {
     {Action::SegmentUnmap, "segment_unmap"},
     {Action::Snapshot, "snapshot"},
     {Action::Oom, "oom"},
+    {Action::Annotate, "annotate"},
 };
+
+// "active_awaiting_free" is what the _snapshot docstring calls the pending state; the C++ writes
+// "active_pending_free" (reference notes 4.2). Both read the same.
+constexpr Named<BlockState> kStates[] = {
+    {BlockState::ActiveAllocated, "active_allocated"},
+    {BlockState::ActivePendingFree, "active_pending_free"},
+    {BlockState::ActivePendingFree, "active_awaiting_free"},
+    {BlockState::Inactive, "inactive"},
+};
+
 }  // namespace
 
+StackId StackTable::intern(const std::vector<Frame>& frames) {
+  if (frames.empty()) return 0;
+  std::string key;
+  for (const Frame& f : frames) fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f{}\x1e", f.filename, f.line, f.name);
+  auto [it, added] = index_.try_emplace(std::move(key), static_cast<StackId>(stacks_.size()));
+  if (added) stacks_.push_back(frames);
+  return it->second;
+}
+
 Action actionFromName(std::string_view name) {
-  for (const Named& n : kNames)
-    if (name == n.name) return n.action;
+  for (const auto& n : kActions)
+    if (name == n.name) return n.value;
   return Action::Other;
 }
 
 const char* actionName(Action a) {
-  for (const Named& n : kNames)
-    if (n.action == a) return n.name;
+  for (const auto& n : kActions)
+    if (n.value == a) return n.name;
+  return "other";
+}
+
+BlockState blockStateFromName(std::string_view name) {
+  for (const auto& n : kStates)
+    if (name == n.name) return n.value;
+  return BlockState::Other;
+}
+
+const char* blockStateName(BlockState s) {
+  for (const auto& n : kStates)
+    if (n.value == s) return n.name;
   return "other";
 }
 

@@ -5,20 +5,22 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 namespace mtia::mem {
 
-Snapshot readSnapshot(const std::string& path) {
+Snapshot readSnapshot(const std::string& path, const ReadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SnapshotError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  const int first = in.peek();
-  if (first == 0x80) {
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return readPickleSnapshot(path, bytes);
+  if (in.peek() == 0x80) {
+    in.seekg(0, std::ios::end);
+    std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
+      throw SnapshotError(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    return readPickleSnapshot(path, std::move(bytes), options);
   }
   in.close();
-  return readJsonSnapshot(path);
+  return readJsonSnapshot(path, options);  // simdjson reads the file into its own padded buffer
 }
 
 }  // namespace mtia::mem

@@ -1,192 +1,434 @@
 #include "trace_generator.hpp"
 
+#include "byte_size.hpp"
+#include "prng.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <random>
+#include <deque>
+#include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 namespace mtia::mem {
 
 namespace {
 
-constexpr uint64_t kSideStream = 0x5a5a1000;  // the gradient-bucket stream's number in the trace
-constexpr uint64_t kHalf = 2;                 // bytes per fp16 element
+constexpr uint64_t kDefaultStream = 0;
+constexpr uint64_t kCommStream = 0x55d0c0a81000;  // a stream handle as PyTorch records it: any non-zero number
+constexpr uint64_t kHalf = 2;                    // bytes per fp16 element
+constexpr uint64_t kFloat = 4;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr double kBudgetShare = 0.70;  // of the budget a workload may have allocated at its peak
 
+// Writes the trace and keeps what a check of the budget needs.
 class Tracer {
  public:
-  explicit Tracer(uint64_t seed) : rng_(seed) {}
+  explicit Tracer(uint64_t seed) : rng(seed) {}
 
-  uint64_t alloc(uint64_t bytes, uint64_t stream = 0) {
+  uint64_t alloc(uint64_t bytes, uint64_t stream = kDefaultStream) {
     const uint64_t addr = nextAddr_;
-    nextAddr_ += (bytes + 511) / 512 * 512 + 512;  // identities only: the replay maps them to its own
-    trace_.push_back({Action::Alloc, addr, bytes, stream, now()});
-    sizes_.push_back({addr, bytes, stream});
+    nextAddr_ += (bytes + 511) / 512 * 512;  // identities only: a replay maps them to its own pointers
+    live_.emplace(addr, Live{bytes, stream});
+    liveBytes_ += bytes;
+    peak_ = std::max(peak_, liveBytes_);
+    emit(Action::Alloc, addr, bytes, stream);
     return addr;
   }
-  void free(uint64_t addr) {
-    auto it = std::find_if(sizes_.rbegin(), sizes_.rend(), [&](const Live& l) { return l.addr == addr; });
-    if (it == sizes_.rend()) return;
-    trace_.push_back({Action::FreeRequested, addr, it->bytes, it->stream, now()});
-    trace_.push_back({Action::FreeCompleted, addr, it->bytes, it->stream, now()});
-    sizes_.erase(std::next(it).base());
+  // The free completes at once: nothing else used the block.
+  void free(uint64_t addr) { release(addr, 0); }
+  // Another stream still uses the block: the allocator completes the free after `later` more entries.
+  void freeAfter(uint64_t addr, int later) { release(addr, later); }
+  // A small tensor that lives briefly: a norm's statistics, a scalar, an index list.
+  void smallTemporary() {
+    static constexpr uint64_t kSizes[] = {4, 8, 512, 2048, 4096, 6144, 8192, 16384, 65536, 262144};
+    free(alloc(kSizes[rng.uniform(0, std::size(kSizes) - 1)]));
   }
-  uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
-  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
-  // A small tensor: a bias, a norm's statistics, a scalar loss or step counter.
-  uint64_t smallTensor() {
-    static constexpr uint64_t kSizes[] = {4, 8, 256, 2048, 4096, 6144, 8192, 16384, 65536};
-    return alloc(kSizes[uniform(0, std::size(kSizes) - 1)]);
+
+  uint64_t peak() const { return peak_; }
+  std::vector<TraceEntry> take() {
+    while (!pending_.empty()) completeFirst();
+    return std::move(trace_);
   }
-  std::vector<TraceEntry> take() { return std::move(trace_); }
+
+  Prng rng;
 
  private:
   struct Live {
-    uint64_t addr, bytes, stream;
+    uint64_t bytes, stream;
   };
-  double now() { return clock_ += 1.0 + static_cast<double>(uniform(0, 20)); }
+  struct Pending {
+    uint64_t addr, bytes, stream;
+    size_t at;  // trace length at which the free completes
+  };
 
-  std::mt19937_64 rng_;
+  void release(uint64_t addr, int later) {
+    auto it = live_.find(addr);
+    if (it == live_.end()) throw std::logic_error("trace generator: free of a block that is not live");
+    const Live l = it->second;
+    live_.erase(it);
+    emit(Action::FreeRequested, addr, l.bytes, l.stream);
+    if (later == 0) return complete({addr, l.bytes, l.stream, 0});
+    pending_.push_back({addr, l.bytes, l.stream, trace_.size() + static_cast<size_t>(later)});
+  }
+  void completeFirst() {
+    const Pending p = pending_.front();
+    pending_.pop_front();
+    complete(p);
+  }
+  void complete(const Pending& p) {
+    liveBytes_ -= p.bytes;
+    emit(Action::FreeCompleted, p.addr, p.bytes, p.stream);
+  }
+  void emit(Action a, uint64_t addr, uint64_t bytes, uint64_t stream) {
+    clockUs_ += 1 + rng.uniform(0, 20);
+    trace_.push_back({a, 0, addr, bytes, stream, static_cast<double>(clockUs_), 0});
+    while (!pending_.empty() && pending_.front().at <= trace_.size()) completeFirst();
+  }
+
   std::vector<TraceEntry> trace_;
-  std::vector<Live> sizes_;
-  uint64_t nextAddr_ = 0x7f0000000000;
-  double clock_ = 1.7e15;
+  std::unordered_map<uint64_t, Live> live_;
+  std::deque<Pending> pending_;
+  uint64_t liveBytes_ = 0;
+  uint64_t peak_ = 0;
+  uint64_t nextAddr_ = 0x7f3a00000000;
+  uint64_t clockUs_ = 1'750'000'000'000'000;  // epoch microseconds, as PyTorch records them
 };
 
 struct Model {
-  uint64_t layers, hidden, heads, vocab, batch;
+  const char* name;
+  uint64_t layers, hidden, vocab;
+  uint64_t params() const { return 12 * layers * hidden * hidden + vocab * hidden + 2048 * hidden; }
 };
 
-void train(Tracer& t, const GenerateOptions& o, bool varlen) {
-  const Model m{16, 1536, 12, 32000, 4};
+constexpr Model kTrainModels[] = {
+    {"gpt-125m", 12, 768, 50304},
+    {"gpt-350m", 24, 1024, 50304},
+    {"gpt-760m", 24, 1536, 50304},
+    {"gpt-1.3b", 24, 2048, 50304},
+};
+constexpr uint64_t kTrainBatches[] = {1, 2, 4, 8, 16};
+
+constexpr Model kServeModels[] = {
+    {"opt-350m", 24, 1024, 50272},
+    {"opt-1.3b", 24, 2048, 50272},
+    {"opt-2.7b", 32, 2560, 50272},
+    {"opt-6.7b", 32, 4096, 50272},
+};
+
+struct TrainConfig {
+  Model model;
+  uint64_t batch;
+  bool varlen;
+  bool longest;  // every step at the longest length: the budget check's worst case
+};
+
+void train(Tracer& t, const TrainConfig& c, int steps) {
+  const Model& m = c.model;
   const uint64_t h = m.hidden;
-  // Parameters of each layer: QKV, output projection, MLP up and down, two norms and biases.
-  const uint64_t layerShapes[] = {3 * h * h, h * h, 4 * h * h, 4 * h * h, h, h, 3 * h, h, 4 * h, h};
+  const uint64_t heads = h / 64;
+  // One layer's parameters: QKV, output projection, MLP up and down (matrices), then their biases and the
+  // two norms' weights and biases.
+  const uint64_t matrices[] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
+  const uint64_t vectors[] = {3 * h, h, 4 * h, h, h, h, h, h};
+  // fp32 parameters (automatic mixed precision keeps the masters in fp32).
+  std::vector<uint64_t> paramSizes = {m.vocab * h, 2048 * h};
+  for (uint64_t l = 0; l < m.layers; ++l) {
+    for (uint64_t n : matrices) paramSizes.push_back(n);
+    for (uint64_t n : vectors) paramSizes.push_back(n);
+  }
+  paramSizes.push_back(h);  // final norm
+  paramSizes.push_back(h);
   std::vector<uint64_t> params;
-  params.push_back(t.alloc(m.vocab * h * kHalf));  // embedding
-  for (uint64_t l = 0; l < m.layers; ++l)
-    for (uint64_t n : layerShapes) params.push_back(t.alloc(n * kHalf));
-  std::vector<uint64_t> grads, optimizer;
-  const int steps = o.steps > 0 ? o.steps : 6;
+  for (uint64_t n : paramSizes) params.push_back(t.alloc(n * kFloat));
+  std::vector<uint64_t> optimizer;
+
   for (int step = 0; step < steps; ++step) {
-    const uint64_t seq = varlen ? t.uniform(4, 32) * 64 : 1024;  // 256..2048 tokens, or 1024
-    const uint64_t tokens = m.batch * seq;
+    const uint64_t seq = !c.varlen ? 1024 : c.longest ? 2048 : t.rng.uniform(4, 32) * 64;
+    const uint64_t tokens = c.batch * seq;
     const uint64_t act = tokens * h * kHalf;
-    std::vector<std::vector<uint64_t>> saved(m.layers);
-    uint64_t x = t.alloc(act);  // embedded input
+    const uint64_t ids = t.alloc(tokens * 8);
+    const uint64_t labels = t.alloc(tokens * 8);
+    const uint64_t embedCast = t.alloc(m.vocab * h * kHalf);  // tied embedding, cast once per step
+    uint64_t x = t.alloc(act);
+
+    // Forward: what each layer keeps for backward.
+    struct Saved {
+      std::vector<uint64_t> casts, acts;
+    };
+    std::vector<Saved> saved(m.layers);
     for (uint64_t l = 0; l < m.layers; ++l) {
-      auto& keep = saved[l];
-      keep.push_back(t.alloc(act));                                 // norm output
-      keep.push_back(t.alloc(3 * act));                             // QKV
-      keep.push_back(t.alloc(m.batch * m.heads * seq * 4));         // softmax statistics (fp32)
-      keep.push_back(t.alloc(act));                                 // attention output
-      if (t.chance(0.5)) t.free(t.alloc(t.uniform(1, 32) << 20));  // a GEMM workspace
-      keep.push_back(t.alloc(act));                                 // projection + residual
-      keep.push_back(t.alloc(4 * act));                             // MLP hidden
-      keep.push_back(t.alloc(4 * act));                             // activation
-      for (int s = 0; s < 3; ++s) t.free(t.smallTensor());
-      keep.push_back(t.alloc(act));  // MLP output + residual
+      Saved& s = saved[l];
+      for (uint64_t n : matrices) s.casts.push_back(t.alloc(n * kHalf));
+      s.acts.push_back(t.alloc(act));                        // 0: norm 1 output
+      s.acts.push_back(t.alloc(tokens * 2 * kFloat));         // 1: its mean and rstd
+      s.acts.push_back(t.alloc(3 * act));                     // 2: QKV
+      s.acts.push_back(t.alloc(act));                         // 3: attention output
+      s.acts.push_back(t.alloc(c.batch * heads * seq * kFloat));  // 4: log-sum-exp
+      if (t.rng.chance(0.5)) t.free(t.alloc(t.rng.uniform(1, 32) * kMiB));  // a GEMM workspace
+      s.acts.push_back(t.alloc(act));                         // 5: projection + residual
+      s.acts.push_back(t.alloc(act));                         // 6: norm 2 output
+      s.acts.push_back(t.alloc(tokens * 2 * kFloat));         // 7: its statistics
+      s.acts.push_back(t.alloc(4 * act));                     // 8: MLP hidden
+      s.acts.push_back(t.alloc(4 * act));                     // 9: activation
+      for (int k = 0; k < 2; ++k) t.smallTemporary();
+      const uint64_t out = t.alloc(act);  // MLP output + residual: the next layer's input
+      s.acts.push_back(x);                // 10: the layer's input, kept for the residual branch
+      x = out;
     }
+    const uint64_t normed = t.alloc(act);
     const uint64_t logits = t.alloc(tokens * m.vocab * kHalf);
-    const uint64_t loss = t.alloc(4);
-    t.free(x);
-    // Backward, last layer first.
-    uint64_t grad = t.alloc(act);
+    const uint64_t logitsFp32 = t.alloc(tokens * m.vocab * kFloat);  // cross-entropy in fp32
+    const uint64_t loss = t.alloc(kFloat);
+    t.smallTemporary();
+
+    // Backward.
+    uint64_t grad = t.alloc(tokens * m.vocab * kFloat);
+    t.free(logitsFp32);
+    const uint64_t gradHalf = t.alloc(tokens * m.vocab * kHalf);
+    t.free(grad);
     t.free(logits);
-    const bool firstBackward = grads.empty();
-    std::vector<uint64_t> bucket;
+    grad = t.alloc(act);
+    t.free(gradHalf);
+    t.free(normed);
+    t.free(x);
+    std::vector<uint64_t> grads;
+    grads.push_back(t.alloc(m.vocab * h * kFloat));
+    grads.push_back(t.alloc(2048 * h * kFloat));
+    std::vector<uint64_t> buckets;
+    uint64_t bucketFill = 0;
     for (uint64_t l = m.layers; l-- > 0;) {
-      const uint64_t g4 = t.alloc(4 * act);  // gradient of the MLP hidden
-      t.free(saved[l][6]);
-      t.free(saved[l][5]);
-      if (firstBackward)
-        for (size_t k = 0; k < std::size(layerShapes); ++k) grads.push_back(t.alloc(layerShapes[k] * kHalf));
-      const uint64_t gqkv = t.alloc(3 * act);
-      t.free(g4);
-      for (int s = 0; s < 2; ++s) t.free(t.smallTensor());
-      t.free(saved[l][4]);
-      t.free(saved[l][3]);
-      t.free(saved[l][2]);
-      t.free(saved[l][1]);
+      Saved& s = saved[l];
+      const uint64_t gHidden = t.alloc(4 * act);
+      t.free(s.acts[9]);
+      t.free(s.acts[8]);
+      for (size_t k = 0; k < std::size(matrices); ++k) grads.push_back(t.alloc(matrices[k] * kFloat));
+      for (uint64_t n : vectors) grads.push_back(t.alloc(n * kFloat));
+      const uint64_t gQkv = t.alloc(3 * act);
+      t.free(gHidden);
+      t.free(s.acts[7]);
+      t.free(s.acts[6]);
+      t.free(s.acts[5]);
+      if (t.rng.chance(0.5)) t.free(t.alloc(t.rng.uniform(1, 32) * kMiB));
+      t.free(s.acts[4]);
+      t.free(s.acts[3]);
+      t.free(s.acts[2]);
+      t.smallTemporary();
       const uint64_t next = t.alloc(act);
-      t.free(gqkv);
-      t.free(saved[l][0]);
-      t.free(saved[l][7]);
+      t.free(gQkv);
+      t.free(s.acts[1]);
+      t.free(s.acts[0]);
+      t.free(s.acts[10]);
+      for (uint64_t cast : s.casts) t.free(cast);
       t.free(grad);
       grad = next;
-      if (l % 4 == 0) {  // a 25 MiB gradient bucket reduced on the side stream
-        bucket.push_back(t.alloc(25ull << 20, kSideStream));
-        if (bucket.size() > 2) {
-          t.free(bucket.front());
-          bucket.erase(bucket.begin());
+      // Gradients are reduced in 25 MiB buckets on the communication stream as they fill.
+      bucketFill += 12 * h * h * kFloat;
+      while (bucketFill >= 25 * kMiB) {
+        bucketFill -= 25 * kMiB;
+        buckets.push_back(t.alloc(25 * kMiB, kCommStream));
+        if (buckets.size() > 2) {
+          t.freeAfter(buckets.front(), static_cast<int>(t.rng.uniform(4, 40)));
+          buckets.erase(buckets.begin());
         }
       }
     }
-    for (uint64_t b : bucket) t.free(b);
+    for (uint64_t b : buckets) t.freeAfter(b, static_cast<int>(t.rng.uniform(4, 40)));
     t.free(grad);
+    t.free(embedCast);
     t.free(loss);
-    // Optimizer: two fp32 states per parameter, created at the first step; temporaries per tensor.
+    t.free(labels);
+    t.free(ids);
+
+    // Adam: states at the first step, foreach temporaries in chunks of tensors; then zero_grad frees
+    // the gradients (set_to_none).
     if (optimizer.empty())
-      for (uint64_t n : layerShapes)
-        for (uint64_t l = 0; l < m.layers; ++l)
-          for (int s = 0; s < 2; ++s) optimizer.push_back(t.alloc(n * 4));
-    for (int k = 0; k < 8; ++k) t.free(t.alloc(t.uniform(1, 3) * 4 * h * h * 4));
+      for (uint64_t n : paramSizes)
+        for (int k = 0; k < 2; ++k) optimizer.push_back(t.alloc(n * kFloat));
+    for (size_t first = 0; first < paramSizes.size(); first += 16) {
+      std::vector<uint64_t> temps;
+      for (size_t i = first; i < std::min(first + 16, paramSizes.size()); ++i)
+        temps.push_back(t.alloc(paramSizes[i] * kFloat));
+      for (uint64_t tmp : temps) t.free(tmp);
+    }
+    t.smallTemporary();
+    for (uint64_t g : grads) t.free(g);
   }
-  for (uint64_t p : optimizer) t.free(p);
-  for (uint64_t g : grads) t.free(g);
+  for (uint64_t s : optimizer) t.free(s);
   for (uint64_t p : params) t.free(p);
 }
 
-void kvCache(Tracer& t, const GenerateOptions& o) {
-  const Model m{24, 2048, 16, 32000, 1};
+struct ServeConfig {
+  Model model;
+  uint64_t kvBudget;  // bytes the caches may take, worst case of every admitted request
+};
+
+void serve(Tracer& t, const ServeConfig& c, int steps) {
+  const Model& m = c.model;
   const uint64_t h = m.hidden;
-  std::vector<uint64_t> params;
-  params.push_back(t.alloc(m.vocab * h * kHalf));
+  const uint64_t block = 16;                               // tokens a cache grows by
+  const uint64_t perLayerToken = h * kHalf;                // one of K or V, one layer, one token
+  const uint64_t perToken = 2 * m.layers * perLayerToken;  // every layer's K and V
+  std::vector<uint64_t> weights = {t.alloc(m.vocab * h * kHalf), t.alloc(2048 * h * kHalf)};
   for (uint64_t l = 0; l < m.layers; ++l)
-    for (uint64_t n : {3 * h * h, h * h, 4 * h * h, 4 * h * h}) params.push_back(t.alloc(n * kHalf));
+    for (uint64_t n : {3 * h * h, h * h, 4 * h * h, 4 * h * h, 3 * h, h, 4 * h, h, h, h, h, h})
+      weights.push_back(t.alloc(n * kHalf));
+
   struct Request {
-    uint64_t tokens, remaining, cache;
+    uint64_t prompt, remaining, tokens, capacity;
+    uint64_t reservation;  // worst-case cache bytes, held from admission to the end
+    std::vector<uint64_t> caches;  // K and V of each layer
   };
-  const uint64_t perToken = 2 * m.layers * h * kHalf;  // keys and values of every layer
-  const uint64_t block = 16;                          // tokens the cache grows by
+  std::deque<Request> waiting;
   std::vector<Request> running;
-  const int steps = o.steps > 0 ? o.steps : 400;
+  uint64_t reserved = 0;  // worst-case cache bytes of the running requests
+  auto retire = [&](Request& r) {
+    for (uint64_t cache : r.caches) t.free(cache);
+    reserved -= r.reservation;
+  };
+
   for (int step = 0; step < steps; ++step) {
-    if (running.size() < 24 && t.chance(0.35)) {  // a request arrives: prefill its prompt
-      const uint64_t prompt = t.uniform(32, 1024);
-      const uint64_t act = t.alloc(prompt * 4 * h * kHalf);
-      const uint64_t cap = (prompt + block - 1) / block * block;
-      running.push_back({prompt, t.uniform(16, 512), t.alloc(cap * perToken)});
-      t.free(act);
+    if (t.rng.chance(0.35)) {
+      Request r{t.rng.uniform(32, 1024), t.rng.uniform(16, 512), 0, 0, 0, {}};
+      r.reservation = ((r.prompt + r.remaining) / block + 1) * block * perToken;
+      waiting.push_back(std::move(r));
     }
-    // One decode step for every running request.
+    // Admission: first come, first served, while the worst case fits.
+    while (!waiting.empty() && running.size() < 64 && reserved + waiting.front().reservation <= c.kvBudget) {
+      Request r = std::move(waiting.front());
+      waiting.pop_front();
+      reserved += r.reservation;
+      r.tokens = r.prompt;
+      r.capacity = (r.prompt + block - 1) / block * block;
+      uint64_t x = t.alloc(r.prompt * h * kHalf);
+      for (uint64_t l = 0; l < m.layers; ++l) {  // prefill, layer by layer
+        const uint64_t qkv = t.alloc(3 * r.prompt * h * kHalf);
+        r.caches.push_back(t.alloc(r.capacity * perLayerToken));
+        r.caches.push_back(t.alloc(r.capacity * perLayerToken));
+        t.free(qkv);
+        const uint64_t mlp = t.alloc(4 * r.prompt * h * kHalf);
+        const uint64_t out = t.alloc(r.prompt * h * kHalf);
+        t.free(mlp);
+        t.free(x);
+        x = out;
+      }
+      t.free(x);
+      running.push_back(std::move(r));
+    }
+    if (running.empty()) continue;
+
+    // One decode step for the whole batch.
     const uint64_t batch = running.size();
-    if (batch == 0) continue;
-    const uint64_t hidden = t.alloc(batch * h * kHalf);
+    uint64_t x = t.alloc(batch * h * kHalf);
+    for (uint64_t l = 0; l < m.layers; ++l) {
+      const uint64_t qkv = t.alloc(batch * 3 * h * kHalf);
+      const uint64_t mlp = t.alloc(batch * 4 * h * kHalf);
+      t.free(qkv);
+      const uint64_t out = t.alloc(batch * h * kHalf);
+      t.free(mlp);
+      t.free(x);
+      x = out;
+    }
+    const uint64_t logits = t.alloc(batch * m.vocab * kHalf);
+    t.free(x);
+    const uint64_t probs = t.alloc(batch * m.vocab * kFloat);  // sampling in fp32
+    t.free(logits);
+    t.smallTemporary();
+    t.free(probs);
     for (Request& r : running) {
       ++r.tokens;
       --r.remaining;
-      if (r.tokens % block == 0) {  // the cache is full: a block larger, copy, free the old one
-        const uint64_t bigger = t.alloc((r.tokens + block) * perToken);
-        t.free(r.cache);
-        r.cache = bigger;
+      if (r.tokens > r.capacity) {  // full: every layer's K and V become a block larger
+        r.capacity += block;
+        for (uint64_t& cache : r.caches) {
+          const uint64_t bigger = t.alloc(r.capacity * perLayerToken);
+          t.free(cache);
+          cache = bigger;
+        }
       }
     }
-    const uint64_t logits = t.alloc(batch * m.vocab * kHalf);
-    t.free(t.smallTensor());
-    t.free(logits);
-    t.free(hidden);
     for (auto it = running.begin(); it != running.end();) {
       if (it->remaining == 0) {
-        t.free(it->cache);
+        retire(*it);
         it = running.erase(it);
       } else {
         ++it;
       }
     }
   }
-  for (Request& r : running) t.free(r.cache);
-  for (uint64_t p : params) t.free(p);
+  for (Request& r : running) retire(r);
+  for (uint64_t w : weights) t.free(w);
+}
+
+std::string count(uint64_t n) {
+  return n >= 1'000'000'000 ? fmt::format("{:.1f}B", n / 1e9) : fmt::format("{}M", (n + 500'000) / 1'000'000);
+}
+
+GeneratedTrace trainTrace(const GenerateOptions& o, bool varlen) {
+  const int steps = o.steps > 0 ? o.steps : 6;
+  const auto limit = static_cast<uint64_t>(kBudgetShare * static_cast<double>(o.budgetBytes));
+  // The largest configuration that fits: dry runs of two steps (the second has the optimizer's states
+  // and is like every later one) at the longest sequence length.
+  const TrainConfig* best = nullptr;
+  uint64_t bestPeak = 0, smallestPeak = UINT64_MAX;
+  std::vector<TrainConfig> configs;
+  for (const Model& m : kTrainModels)
+    for (uint64_t b : kTrainBatches) configs.push_back({m, b, varlen, true});
+  for (const TrainConfig& c : configs) {
+    Tracer dry(o.seed);
+    train(dry, c, 2);
+    smallestPeak = std::min(smallestPeak, dry.peak());
+    if (dry.peak() <= limit && dry.peak() > bestPeak) {
+      best = &c;
+      bestPeak = dry.peak();
+    }
+  }
+  if (best == nullptr)
+    throw std::invalid_argument(fmt::format(
+        "--device-memory-budget {}: the smallest training run ({}, batch 1) peaks at {}, more than {:.0f}% of "
+        "the budget",
+        formatBytes(o.budgetBytes), kTrainModels[0].name, formatBytes(smallestPeak), kBudgetShare * 100));
+  TrainConfig c = *best;
+  c.longest = false;
+  Tracer t(o.seed);
+  train(t, c, steps);
+  GeneratedTrace g;
+  g.peakBytes = t.peak();
+  g.model = fmt::format("{} ({} parameters), batch {}, {} tokens, mixed precision with Adam, {} steps", c.model.name,
+                        count(c.model.params()), c.batch, varlen ? "256 to 2048" : "1024", steps);
+  g.snapshot.deviceTraces.push_back(t.take());
+  return g;
+}
+
+GeneratedTrace serveTrace(const GenerateOptions& o) {
+  const int steps = o.steps > 0 ? o.steps : 400;
+  const auto limit = static_cast<uint64_t>(kBudgetShare * static_cast<double>(o.budgetBytes));
+  // The largest model whose fp16 weights take at most 40% of the budget; the caches get the rest of the
+  // share, less room for the activations of a prefill.
+  const Model* model = nullptr;
+  for (const Model& m : kServeModels)
+    if (m.params() * kHalf <= o.budgetBytes * 2 / 5) model = &m;
+  if (model == nullptr)
+    throw std::invalid_argument(fmt::format("--device-memory-budget {}: the smallest served model ({}) needs {} "
+                                            "for its weights, more than 40% of the budget",
+                                            formatBytes(o.budgetBytes), kServeModels[0].name,
+                                            formatBytes(kServeModels[0].params() * kHalf)));
+  const uint64_t weights = model->params() * kHalf;
+  const uint64_t activations = 1024 * 9 * model->hidden * kHalf + 64 * model->vocab * 6;
+  const uint64_t cacheToken = 2 * model->layers * model->hidden * kHalf;
+  const uint64_t kvBudget = limit > weights + activations ? limit - weights - activations : 0;
+  if (kvBudget < 2048 * cacheToken)
+    throw std::invalid_argument(fmt::format("--device-memory-budget {}: no room for the KV cache of one request",
+                                            formatBytes(o.budgetBytes)));
+  Tracer t(o.seed);
+  serve(t, {*model, kvBudget}, steps);
+  GeneratedTrace g;
+  g.peakBytes = t.peak();
+  g.model = fmt::format("{} ({} parameters) serving, KV caches growing by 16 tokens within {}, {} decode steps",
+                        model->name, count(model->params()), formatBytes(kvBudget), steps);
+  g.snapshot.deviceTraces.push_back(t.take());
+  return g;
 }
 
 }  // namespace
@@ -199,32 +441,13 @@ bool workloadFromName(const std::string& name, Workload& out) {
   return true;
 }
 
-Snapshot generate(const GenerateOptions& options) {
-  Tracer t(options.seed);
+GeneratedTrace generate(const GenerateOptions& options) {
   switch (options.workload) {
-    case Workload::Train: train(t, options, false); break;
-    case Workload::TrainVarlen: train(t, options, true); break;
-    case Workload::KvCache: kvCache(t, options); break;
+    case Workload::Train: return trainTrace(options, false);
+    case Workload::TrainVarlen: return trainTrace(options, true);
+    case Workload::KvCache: return serveTrace(options);
   }
-  Snapshot snap;
-  snap.deviceTraces.push_back(t.take());
-  return snap;
-}
-
-void writeJson(const Snapshot& snap, std::ostream& out) {
-  out << "{\"segments\": [], \"device_traces\": [";
-  for (size_t d = 0; d < snap.deviceTraces.size(); ++d) {
-    out << (d ? ", [" : "[");
-    const auto& entries = snap.deviceTraces[d];
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const TraceEntry& e = entries[i];
-      out << fmt::format("{}{{\"action\": \"{}\", \"addr\": {}, \"size\": {}, \"stream\": {}, \"time_us\": {:.0f}, "
-                         "\"frames\": []}}",
-                         i ? ",\n" : "\n", actionName(e.action), e.addr, e.size, e.stream, e.timeUs);
-    }
-    out << "]";
-  }
-  out << "], \"allocator_settings\": {}, \"external_annotations\": []}\n";
+  throw std::invalid_argument("unknown workload");
 }
 
 }  // namespace mtia::mem

@@ -1,0 +1,226 @@
+#include "snapshot_writer.hpp"
+
+#include "pickle_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+namespace mtia::mem {
+
+namespace {
+
+// PyTorch writes time_us as an integer; a whole number goes out as one, so JSON and pickle agree.
+bool wholeMicros(double us) { return std::trunc(us) == us && std::fabs(us) < 0x1p53; }
+
+class JsonOut {
+ public:
+  explicit JsonOut(std::ostream& out) : out_(out) {}
+  ~JsonOut() { flush(); }
+
+  template <typename... Args>
+  void put(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::format_to(std::back_inserter(buf_), f, std::forward<Args>(args)...);
+    if (buf_.size() > (1u << 20)) flush();
+  }
+  void string(std::string_view s) {
+    buf_.push_back('"');
+    for (char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        buf_.push_back('\\');
+        buf_.push_back(c);
+      } else if (u < 0x20) {
+        fmt::format_to(std::back_inserter(buf_), "\\u{:04x}", u);
+      } else {
+        buf_.push_back(c);
+      }
+    }
+    buf_.push_back('"');
+  }
+  void time(double us) {
+    if (wholeMicros(us)) put("{}", static_cast<int64_t>(us));
+    else put("{}", us);
+  }
+  void frames(const Snapshot& snap, StackId id) {
+    put("[");
+    const auto& frames = snap.stacks.frames(id);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      put("{}{{\"filename\": ", i ? ", " : "");
+      string(frames[i].filename);
+      put(", \"line\": {}, \"name\": ", frames[i].line);
+      string(frames[i].name);
+      put("}}");
+    }
+    put("]");
+  }
+  void flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+
+ private:
+  std::ostream& out_;
+  fmt::memory_buffer buf_;
+};
+
+class PickleOut {
+ public:
+  explicit PickleOut(const Snapshot& snap, std::string& bytes) : snap_(snap), w_(bytes) {}
+
+  void key(std::string_view k) {
+    w_.item();
+    w_.string(k);
+  }
+  void u64(std::string_view k, uint64_t v) {
+    key(k);
+    w_.unsignedInteger(v);
+  }
+  // One list per stack, fetched from the memo after its first use, as Python shares a traceback's frames.
+  void frames(StackId id) {
+    key("frames");
+    if (id < memo_.size() && memo_[id] != kUnset) return w_.get(memo_[id]);
+    w_.beginList();
+    for (const Frame& f : snap_.stacks.frames(id)) {
+      w_.item();
+      w_.beginDict();
+      key("filename");
+      w_.string(f.filename);
+      key("line");
+      w_.integer(f.line);
+      key("name");
+      w_.string(f.name);
+      w_.end();
+    }
+    w_.end();
+    if (memo_.size() <= id) memo_.resize(id + 1, kUnset);
+    memo_[id] = w_.memoize();
+  }
+  pickle::Writer& w() { return w_; }
+
+ private:
+  static constexpr uint32_t kUnset = UINT32_MAX;
+  const Snapshot& snap_;
+  pickle::Writer w_;
+  std::vector<uint32_t> memo_;
+};
+
+}  // namespace
+
+void writeJson(const Snapshot& snap, std::ostream& out) {
+  JsonOut j(out);
+  j.put("{{\"segments\": [");
+  for (size_t i = 0; i < snap.segments.size(); ++i) {
+    const Segment& s = snap.segments[i];
+    j.put("{}\n{{\"device\": {}, \"address\": {}, \"total_size\": {}, \"allocated_size\": {}, \"active_size\": {}, "
+          "\"requested_size\": {}, \"stream\": {}, \"segment_type\": \"{}\", \"segment_pool_id\": [{}, {}], "
+          "\"is_expandable\": {}, \"frames\": ",
+          i ? "," : "", s.device, s.address, s.totalSize, s.allocatedSize, s.activeSize, s.requestedSize, s.stream,
+          s.large ? "large" : "small", s.poolId[0], s.poolId[1], s.expandable);
+    j.frames(snap, s.stack);
+    j.put(", \"blocks\": [");
+    for (size_t k = 0; k < s.blocks.size(); ++k) {
+      const Block& b = s.blocks[k];
+      j.put("{}{{\"address\": {}, \"size\": {}, \"requested_size\": {}, \"state\": \"{}\", \"frames\": ", k ? ", " : "",
+            b.address, b.size, b.requestedSize, blockStateName(b.state));
+      j.frames(snap, b.stack);
+      j.put("}}");
+    }
+    j.put("]}}");
+  }
+  j.put("],\n\"device_traces\": [");
+  for (size_t d = 0; d < snap.deviceTraces.size(); ++d) {
+    j.put("{}[", d ? ", " : "");
+    const auto& entries = snap.deviceTraces[d];
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const TraceEntry& e = entries[i];
+      j.put("{}\n{{\"action\": \"{}\", \"{}\": {}, \"size\": {}, \"stream\": {}, \"time_us\": ", i ? "," : "",
+            actionName(e.action), e.action == Action::Oom ? "device_free" : "addr", e.addr, e.size, e.stream);
+      j.time(e.timeUs);
+      j.put(", \"frames\": ");
+      j.frames(snap, e.stack);
+      j.put("}}");
+    }
+    j.put("]");
+  }
+  j.put("],\n\"allocator_settings\": {{}}, \"external_annotations\": []}}\n");
+}
+
+std::string toPickle(const Snapshot& snap) {
+  std::string bytes;
+  PickleOut p(snap, bytes);
+  pickle::Writer& w = p.w();
+  w.beginDict();
+  p.key("segments");
+  w.beginList();
+  for (const Segment& s : snap.segments) {
+    w.item();
+    w.beginDict();
+    p.u64("device", static_cast<uint64_t>(s.device));
+    p.u64("address", s.address);
+    p.u64("total_size", s.totalSize);
+    p.u64("allocated_size", s.allocatedSize);
+    p.u64("active_size", s.activeSize);
+    p.u64("requested_size", s.requestedSize);
+    p.u64("stream", s.stream);
+    p.key("segment_type");
+    w.string(s.large ? "large" : "small");
+    p.key("segment_pool_id");
+    w.unsignedInteger(s.poolId[0]);
+    w.unsignedInteger(s.poolId[1]);
+    w.tuple2();
+    p.key("is_expandable");
+    w.boolean(s.expandable);
+    p.frames(s.stack);
+    p.key("blocks");
+    w.beginList();
+    for (const Block& b : s.blocks) {
+      w.item();
+      w.beginDict();
+      p.u64("address", b.address);
+      p.u64("size", b.size);
+      p.u64("requested_size", b.requestedSize);
+      p.key("state");
+      w.string(blockStateName(b.state));
+      p.frames(b.stack);
+      w.end();
+    }
+    w.end();
+    w.end();
+  }
+  w.end();
+  p.key("device_traces");
+  w.beginList();
+  for (const auto& entries : snap.deviceTraces) {
+    w.item();
+    w.beginList();
+    for (const TraceEntry& e : entries) {
+      w.item();
+      w.beginDict();
+      p.key("action");
+      w.string(actionName(e.action));
+      p.u64(e.action == Action::Oom ? "device_free" : "addr", e.addr);
+      p.u64("size", e.size);
+      p.u64("stream", e.stream);
+      p.key("time_us");
+      if (wholeMicros(e.timeUs)) w.integer(static_cast<int64_t>(e.timeUs));
+      else w.real(e.timeUs);
+      p.frames(e.stack);
+      w.end();
+    }
+    w.end();
+  }
+  w.end();
+  p.key("allocator_settings");
+  w.beginDict();
+  w.end();
+  p.key("external_annotations");
+  w.beginList();
+  w.end();
+  w.end();
+  w.finish();
+  return bytes;
+}
+
+}  // namespace mtia::mem

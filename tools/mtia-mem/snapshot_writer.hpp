@@ -1,0 +1,17 @@
+// Writes the model of snapshot.hpp as PyTorch 2.x's snapshot dict (segments,
+// device_traces, allocator_settings, external_annotations; reference notes
+// 4.2), in JSON or as a pickle that torch's memory viewer loads. An older
+// shape read in comes out as 2.x.
+#pragma once
+
+#include "snapshot.hpp"
+
+#include <ostream>
+#include <string>
+
+namespace mtia::mem {
+
+void writeJson(const Snapshot& snap, std::ostream& out);
+std::string toPickle(const Snapshot& snap);
+
+}  // namespace mtia::mem
