@@ -40,7 +40,7 @@ int64_t intOf(const std::string& s) {
 
 std::string stringOf(const std::string& s) {
   auto d = doc(s);
-  EXPECT_NE(d->root().asString(), nullptr);
+  EXPECT_TRUE(d->root().asString().has_value());
   return d->root().asString() ? std::string(*d->root().asString()) : "(none)";
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cstring>
 #include <unordered_map>
 
 namespace mtia::mem::pickle {
@@ -13,9 +14,11 @@ const std::vector<Value>* Value::asList() const {
 
 const Value* Value::get(std::string_view key) const {
   if (kind != Kind::Dict) return nullptr;
-  for (auto it = dict->items.rbegin(); it != dict->items.rend(); ++it)
-    if (it->first.kind == Kind::String && it->first.s == key) return &it->second;
-  return nullptr;
+  const Value* found = nullptr;
+  for (const auto& [k, v] : dict->items)
+    if (k.kind == Kind::String && k.length == key.size() && std::memcmp(k.chars, key.data(), key.size()) == 0)
+      found = &v;
+  return found;
 }
 
 namespace {
@@ -84,9 +87,13 @@ class Reader {
     for (size_t i = 0; i < n; ++i) v |= uint64_t{q[i]} << (8 * i);
     return v;
   }
-  std::string_view text(uint64_t n, size_t at) {
+  Value text(uint64_t n, size_t at) {
     const uint8_t* q = take(n, at);
-    return {reinterpret_cast<const char*>(q), static_cast<size_t>(n)};
+    if (n > UINT32_MAX) fail(at, "a string of {} bytes (at most 4 GiB are read)", n);
+    Value v = scalar(Value::Kind::String);
+    v.chars = reinterpret_cast<const char*>(q);
+    v.length = static_cast<uint32_t>(n);
+    return v;
   }
 
   void push(const Value& v, size_t at) {
@@ -168,6 +175,7 @@ class Reader {
   }
   void setItems(DictObj& dict, size_t from, size_t at) {
     if ((stack_.size() - from) % 2 != 0) fail(at, "a key without a value");
+    dict.items.reserve(dict.items.size() + (stack_.size() - from) / 2);
     for (size_t i = from; i < stack_.size(); i += 2) dict.items.emplace_back(stack_[i], stack_[i + 1]);
     stack_.resize(from);
   }
@@ -227,9 +235,7 @@ class Reader {
       case kBinUnicode:
       case kBinUnicode8: {
         const uint64_t n = le(op == kShortBinUnicode ? 1 : op == kBinUnicode ? 4 : 8, at);
-        Value v = scalar(Value::Kind::String);
-        v.s = text(n, at);
-        return push(v, at);
+        return push(text(n, at), at);
       }
       case kMemoize: return memoPut(memo_.size() + sparse_.size(), at);
       case kBinPut: return memoPut(le(1, at), at);

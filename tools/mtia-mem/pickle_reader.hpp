@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,27 +33,32 @@ class Error : public std::runtime_error {
 struct ListObj;
 struct DictObj;
 
+// 16 bytes: a snapshot of hundreds of MB holds tens of millions of them.
 struct Value {
   enum class Kind : uint8_t { None, Bool, Int, Float, String, List, Tuple, Dict };
-  Kind kind = Kind::None;
   union {
     bool b;
     int64_t i;
     double f;
+    const char* chars;    // String: a view into the Document's input
     const ListObj* list;  // List and Tuple
     const DictObj* dict;
   };
-  std::string_view s;  // String
+  uint32_t length = 0;  // String
+  Kind kind = Kind::None;
 
   Value() : i(0) {}
   bool isNone() const { return kind == Kind::None; }
   const bool* asBool() const { return kind == Kind::Bool ? &b : nullptr; }
   const int64_t* asInt() const { return kind == Kind::Int ? &i : nullptr; }
   const double* asFloat() const { return kind == Kind::Float ? &f : nullptr; }
-  const std::string_view* asString() const { return kind == Kind::String ? &s : nullptr; }
+  std::optional<std::string_view> asString() const {
+    if (kind != Kind::String) return std::nullopt;
+    return std::string_view(chars, length);
+  }
   const std::vector<Value>* asList() const;  // a list or a tuple
   const DictObj* asDict() const { return kind == Kind::Dict ? dict : nullptr; }
-  // The value of key in a dict, or null.
+  // The value of key in a dict (the last one, if the key repeats), or null.
   const Value* get(std::string_view key) const;
 };
 

@@ -50,8 +50,9 @@ class PickleNode {
     return true;
   }
   bool str(std::string_view& out) const {
-    if (const std::string_view* s = v_->asString()) out = *s;
-    return v_->asString() != nullptr;
+    const auto s = v_->asString();
+    if (s) out = *s;
+    return s.has_value();
   }
   bool boolean(bool& out) const {
     if (const bool* b = v_->asBool()) out = *b;
