@@ -30,6 +30,7 @@ class AddressMap {
   }
   // Removes address; returns its block, or null when it was not there.
   Block* erase(uintptr_t address) {
+    if (address == 0) return nullptr;  // 0 marks empty slots
     size_t i = slot(address);
     for (;; i = (i + 1) & mask()) {
       if (slots_[i].address == address) break;

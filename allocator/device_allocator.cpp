@@ -127,7 +127,7 @@ bool DeviceAllocator::allowedToGrow(size_t bytes) const {
   if (!fractionSet_) return true;
   const auto allowed = static_cast<uint64_t>(fraction_ * static_cast<double>(totalMemory_));
   const auto reserved = static_cast<uint64_t>(stats_.reservedBytes[kStatAll].current);
-  return reserved + bytes <= allowed;
+  return bytes <= allowed && reserved <= allowed - bytes;
 }
 
 Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded) {
@@ -139,15 +139,24 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
   mtiaDrvMem mem = nullptr;
   uintptr_t va = 0;
   if (config_.releaseLockOnDeviceMalloc) {
-    // Other threads may use the cache while the driver works; nothing here depends on what they do.
+    // Other threads may use the cache while the driver works. A private pool this request goes to is
+    // pinned meanwhile: a concurrent release must not forget it under us.
+    PrivatePool* pinned = pool.owner;
+    if (pinned != nullptr) ++pinned->users;
+    auto unpin = [&] {
+      if (pinned == nullptr) return;
+      --pinned->users;
+    };
     lock.unlock();
     try {
       va = memory_.allocate(size, &mem);
     } catch (...) {
       lock.lock();
+      unpin();
       throw;
     }
     lock.lock();
+    unpin();
   } else {
     va = memory_.allocate(size, &mem);
   }

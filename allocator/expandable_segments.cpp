@@ -7,6 +7,7 @@
 // pieces merge back; shrinking unmaps the chunks that lie wholly inside
 // cached free blocks. Live blocks never move.
 #include "allocator/device_allocator.hpp"
+#include "runtime/core/error.hpp"
 
 #include <algorithm>
 
@@ -78,6 +79,8 @@ void DeviceAllocator::reclaimHoles(BlockPool& pool, streams::Stream& stream, siz
 
 Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded) {
   const size_t chunk = granular(pool.kind() == PoolKind::Small ? kSmallBuffer : kLargeBuffer);
+  if (rounded > SIZE_MAX - (chunk - 1))
+    fail(mtiaErrorInvalidValue, "size {} is too large to represent once rounded to {}-byte chunks", rounded, chunk);
   const size_t need = roundUpTo(rounded, chunk);
   // The large pool's segment may grow to the whole device, small requests rarely need more than an
   // eighth; but every stream and private pool has segments of its own, so one reservation takes at most
