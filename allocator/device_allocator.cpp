@@ -435,6 +435,27 @@ void DeviceAllocator::endAllocateToPool(PoolId id) {
   if (auto it = pools_.find(id); it != pools_.end()) forgetPoolIfUnused(it->second.get());
 }
 
+void DeviceAllocator::routeStreamToPool(PoolId id, const streams::Stream& stream) {
+  std::lock_guard<FutexMutex> lock(mu_);
+  auto it = pools_.find(id);
+  if (it == pools_.end())
+    fail(mtiaErrorNotFound, "device {} has no pool {{{}, {}}} to route stream {} to", device_, id.first, id.second,
+         stream.id());
+  const auto sid = static_cast<uint64_t>(stream.id());
+  for (const Route& r : routes_)
+    if (r.stream == sid)
+      fail(mtiaErrorIllegalState, "stream {} already allocates to pool {{{}, {}}} on device {}", sid, r.pool.first,
+           r.pool.second, device_);
+  routes_.push_back({id, sid, std::this_thread::get_id()});
+  ++streamRoutes_;
+}
+
+bool DeviceAllocator::poolInUse(PoolId id) const {
+  std::lock_guard<FutexMutex> lock(mu_);
+  auto it = pools_.find(id);
+  return it != pools_.end() && it->second->users > 0;
+}
+
 void DeviceAllocator::releasePool(PoolId id) {
   std::lock_guard<FutexMutex> lock(mu_);
   auto it = pools_.find(id);

@@ -101,6 +101,11 @@ class DeviceAllocator {
   void beginAllocateToPool(PoolId id, const streams::Stream* filter);
   void endAllocateToPool(PoolId id);
   void releasePool(PoolId id);
+  // A stream route to the existing pool id that adds no user (streams joining a graph capture); ended
+  // by endAllocateToPool(id). Throws NotFound (no such pool), IllegalState (stream already routed).
+  void routeStreamToPool(PoolId id, const streams::Stream& stream);
+  // Whether pool id exists and has users. Thread-safe.
+  bool poolInUse(PoolId id) const;
 
  private:
   struct PendingUse {

@@ -131,6 +131,17 @@ void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaD
   cmd.u.kernel.block = block;
   cmd.u.kernel.sharedMem = sharedMem;
   cmd.u.kernel.args = args;
+  if (streams::CaptureLink* capture = stream.capture()) [[unlikely]] {
+    // Recorded, not run: the driver sees the launch only at instantiate, so check it now.
+    validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
+    streams::CapturedCommand c{cmd};
+    c.numArgs = fn.numArgs;
+    c.argSizes = fn.argSizes.data();
+    c.name = fn.name.c_str();
+    c.keepAlive = fn.module;
+    capture->append(stream, c);
+    return;
+  }
   // A 1.1 driver validates launches itself; an older one may trust the runtime to have done it.
   const bool driverValidates = driver_->validatesLaunches();
   if (!driverValidates) validateLaunch(fn, dev.info(), grid, block, args, sharedMem);

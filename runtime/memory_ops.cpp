@@ -1,5 +1,6 @@
 #include "runtime/memory_ops.hpp"
 
+#include "graph/capture.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/core/sized_struct.hpp"
 
@@ -40,6 +41,13 @@ void requireHost(const char* arg, const void* ptr, const std::optional<DevicePoi
 }
 
 void runAndWait(streams::Stream& s, const mtiaDrvCommand& cmd) { s.wait(s.submit(cmd)); }
+
+// A synchronous copy or fill: refused where capture rules forbid it (mtia_graph.h), then run on s.
+void runSync(streams::Stream& s, const mtiaDrvCommand& cmd, const char* call) {
+  if (graph::CaptureRegistry::anyActive()) [[unlikely]]
+    graph::CaptureRegistry::instance().checkStreamSync(s, call);
+  runAndWait(s, cmd);
+}
 
 }  // namespace
 
@@ -114,7 +122,7 @@ void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyK
     std::memcpy(dst, src, count);
     return;
   }
-  runAndWait(*rt.defaultStream(*plan.device), plan.cmd);
+  runSync(*rt.defaultStream(*plan.device), plan.cmd, "mtiaMemcpy");
 }
 
 namespace {
@@ -157,7 +165,7 @@ void fillSync(Runtime& rt, void* ptr, int value, size_t count) {
   if (count == 0) return;
   Device* device = nullptr;
   const mtiaDrvCommand cmd = planFill(rt, ptr, value, count, device);
-  runAndWait(*rt.defaultStream(*device), cmd);
+  runSync(*rt.defaultStream(*device), cmd, "mtiaMemset");
 }
 
 void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream) {

@@ -154,4 +154,14 @@ void Runtime::drain() noexcept {
   }
 }
 
+graph::DeviceContext Runtime::graphContext(Device& dev) {
+  graph::DeviceContext ctx;
+  ctx.target.driver = driver_.get();
+  ctx.target.device = dev.ordinal();
+  ctx.target.driverDevice = dev.driverDevice();
+  ctx.target.engines = dev.info().engines;
+  ctx.memory = &dev.memory();
+  return ctx;
+}
+
 }  // namespace mtia

@@ -6,6 +6,7 @@
 
 #include "allocator/allocator_context.hpp"
 #include "allocator/host_allocator.hpp"
+#include "graph/graph_object.hpp"
 #include "runtime/core/handle_table.hpp"
 #include "runtime/core/options.hpp"
 #include "runtime/device.hpp"
@@ -46,6 +47,10 @@ class Runtime {
   void drain() noexcept;
 
   Kernels& kernels() noexcept { return kernels_; }
+  // Graph objects (mtiaGraph_t).
+  HandleTable<graph::GraphObject>& graphs() noexcept { return graphs_; }
+  // What a graph capturing on dev needs of it (driver, engines, allocator). Starts dev's allocator.
+  graph::DeviceContext graphContext(Device& dev);
   // What the device allocators share: settings (MTIA_ALLOC_CONF, mtiaAllocatorSetConfig), observers.
   allocator::AllocatorContext& allocatorContext() noexcept { return *allocContext_; }
   // The process's caching pinned-host allocator (mtiaMallocHost); placement asks the caller for the
@@ -66,6 +71,7 @@ class Runtime {
   std::unique_ptr<StreamRegistry> streams_;
   const int initPid_;  // the process that initialised the runtime (drain() skips forked children)
   Kernels kernels_;
+  HandleTable<graph::GraphObject> graphs_{kTagGraph};
 };
 
 // The calling thread's current device ordinal (0 until set).

@@ -50,6 +50,7 @@ void Event::record(Stream& stream) {
   // Re-recording on the stream of the last record (the common case) swaps no reference.
   std::shared_ptr<Stream> newStream;
   std::shared_ptr<Stream> oldStream;  // released after the lock
+  std::shared_ptr<const CaptureMark> oldMark;
   uint64_t oldSeq = 0;
   uint64_t* oldStamp = nullptr;
   for (;;) {
@@ -62,6 +63,7 @@ void Event::record(Stream& stream) {
         }
         oldSeq = std::exchange(seq_, seq);
         oldStamp = std::exchange(stamp_, stamp);
+        if (captureMark_) [[unlikely]] oldMark = std::move(captureMark_);
         if (oldStamp != nullptr && !oldStream) oldStream = stream_;  // the same stream: slots need a reference
         break;
       }
@@ -69,6 +71,24 @@ void Event::record(Stream& stream) {
     newStream = stream.shared_from_this();
   }
   if (oldStamp != nullptr) TimestampSlots::instance().release(oldStamp, std::move(oldStream), oldSeq);
+}
+
+std::shared_ptr<const CaptureMark> Event::captureMark() const {
+  std::lock_guard lock(mu_);
+  return captureMark_;
+}
+
+void Event::setCaptureMark(std::shared_ptr<const CaptureMark> mark) {
+  {
+    std::lock_guard lock(mu_);
+    captureMark_.swap(mark);
+  }
+  // the previous mark is released outside the lock
+}
+
+bool Event::recorded() const {
+  std::lock_guard lock(mu_);
+  return stream_ != nullptr;
 }
 
 Event::Snapshot Event::snapshot() const {

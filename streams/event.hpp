@@ -39,6 +39,13 @@ class Event {
   void synchronize() const;
   // Makes later work of stream wait for the latest record (as of the call). Non-blocking.
   void enqueueWait(Stream& stream) const;
+  // The capture layer's mark of a record made during a capture (null: none). A record outside capture
+  // (record()) clears it; the eager record state is left alone by captures. Thread-safe.
+  std::shared_ptr<const CaptureMark> captureMark() const;
+  void setCaptureMark(std::shared_ptr<const CaptureMark> mark);
+  // Whether the event has an eager record (record() was called at least once).
+  bool recorded() const;
+
   // Milliseconds from start's record to end's, with CUDA's error rules (see mtiaEventElapsedTime).
   static float elapsedMs(const Event& start, const Event& end);
 
@@ -61,6 +68,7 @@ class Event {
   std::shared_ptr<Stream> stream_;
   uint64_t seq_ = 0;
   uint64_t* stamp_ = nullptr;  // from TimestampSlots, timed records only
+  std::shared_ptr<const CaptureMark> captureMark_;
 };
 
 }  // namespace mtia::streams

@@ -24,7 +24,7 @@ Stream::Stream(const driver::Driver& driver, int device, int32_t driverDevice, i
 
 Stream::~Stream() { driver_.ops().queueDestroy(queue_); }
 
-uint64_t Stream::submit(const mtiaDrvCommand& cmd) {
+uint64_t Stream::submitToDevice(const mtiaDrvCommand& cmd) {
   uint64_t seq = 0;
   driver_.check(driver_.ops().queueSubmit(queue_, &cmd, &seq), "queueing work");
   if (driverCounts_) return seq;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/driver/driver.hpp"
+#include "streams/capture_link.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -37,8 +38,23 @@ class Stream : public std::enable_shared_from_this<Stream> {
   mtiaDrvQueue queue() const noexcept { return queue_; }
 
   // Queues cmd; returns its command number. Thread-safe, non-blocking.
-  // Throws Error (sticky device fault, malformed command).
-  uint64_t submit(const mtiaDrvCommand& cmd);
+  // While the stream is being captured the command goes to the capture instead, and 0 is returned.
+  // Throws Error (sticky device fault, malformed command, capture invalidated).
+  uint64_t submit(const mtiaDrvCommand& cmd) {
+    if (CaptureLink* c = capture_.load(std::memory_order_acquire)) [[unlikely]] {
+      c->append(*this, CapturedCommand{cmd});
+      return 0;
+    }
+    return submitToDevice(cmd);
+  }
+  // Queues cmd on the device whether or not the stream is being captured (graph replays).
+  uint64_t submitToDevice(const mtiaDrvCommand& cmd);
+
+  // The capture the stream takes part in, if any. Set and cleared by the capture layer only, under
+  // its lock; readers that act on it re-check under that lock.
+  CaptureLink* capture() const noexcept { return capture_.load(std::memory_order_acquire); }
+  bool capturing() const noexcept { return capture() != nullptr; }
+  void setCapture(CaptureLink* link) noexcept { capture_.store(link, std::memory_order_release); }
   // Number of the last command submitted so far (0: none). Thread-safe, non-blocking. Throws Error when
   // the driver cannot say.
   uint64_t lastSubmitted() const;
@@ -72,6 +88,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // submissions itself, which costs every submission a read-modify-write of a shared counter.
   const bool driverCounts_;
   std::atomic<uint64_t> lastSubmitted_{0};
+  std::atomic<CaptureLink*> capture_{nullptr};
 };
 
 }  // namespace mtia::streams

@@ -5,5 +5,6 @@
 #include "mtia_version.h"
 #include "mtia_types.h"
 #include "mtia_runtime.h"
+#include "mtia_graph.h"
 
 #endif /* MTIA_H */

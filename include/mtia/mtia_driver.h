@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 1u
+#define MTIA_DRIVER_API_VERSION_MINOR 2u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -42,6 +42,7 @@ typedef struct mtiaDrvQueue_st* mtiaDrvQueue;   /* an in-order command queue of 
 typedef struct mtiaDrvMem_st* mtiaDrvMem;       /* a physical allocation of one device */
 typedef struct mtiaDrvModule_st* mtiaDrvModule; /* loaded kernels; NULL names the built-in module */
 typedef struct mtiaDrvKernel_st* mtiaDrvKernel; /* a kernel of a module */
+typedef struct mtiaDrvCommandList_st* mtiaDrvCommandList; /* validated commands run as one (since 1.2) */
 
 typedef struct mtiaDrvDeviceInfo {
   uint32_t structSize;
@@ -71,6 +72,7 @@ typedef enum mtiaDrvCommandType {
   mtiaDrvCmdHostFunc = 4,  /* call fn(userData) on a driver thread, in queue order */
   mtiaDrvCmdWait = 5,      /* later commands wait until queue has completed command number value */
   mtiaDrvCmdTimestamp = 6, /* write the completion time (clockNow's clock, ns) to *out */
+  mtiaDrvCmdList = 7,      /* since 1.2: run a command list's commands in order, as one command */
   mtiaDrvCmdForceInt32 = 0x7fffffff
 } mtiaDrvCommandType;
 
@@ -106,6 +108,9 @@ typedef struct mtiaDrvCommand {
     struct {
       uint64_t* out; /* must stay valid until the command completes */
     } timestamp;
+    struct {
+      mtiaDrvCommandList list; /* from commandListCreate, for a queue of the list's device */
+    } list;
   } u;
 } mtiaDrvCommand;
 
@@ -192,6 +197,21 @@ typedef struct mtiaDriverOps {
    * together. Never blocks. Must be cheap: with it the runtime keeps no submission count of its own,
    * so concurrent submitters share no counter above the driver. */
   mtiaError_t (*queueGetCounts)(mtiaDrvQueue queue, uint64_t* submitted, uint64_t* completed);
+
+  /* ---- optional, since 1.2 (both or neither) ---- */
+  /* Validates count (> 0) commands for device dev as queueSubmit would, and copies them (kernel
+   * argument values included) into a list that queueSubmit runs as one mtiaDrvCmdList command, on any
+   * queue of dev, any number of times, also concurrently. The commands run in order, each after the
+   * previous one finished; the list command completes after the last one. A device fault stops the
+   * rest of the list (as for later commands of the queue). Allowed types: kernel, copy, fill, host
+   * function, timestamp; module kernels keep their modules loaded while the list lives.
+   * Errors: mtiaErrorInvalidValue (count 0, a wait or list command, or a command queueSubmit would
+   * refuse; the message gives its index), mtiaErrorInvalidHandle (a kernel of no loaded module),
+   * mtiaErrorInvalidDevice (dev). */
+  mtiaError_t (*commandListCreate)(int32_t dev, const mtiaDrvCommand* cmds, uint64_t count,
+                                   mtiaDrvCommandList* list);
+  /* Drops the handle; submitted runs of the list still complete. */
+  mtiaError_t (*commandListDestroy)(mtiaDrvCommandList list);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

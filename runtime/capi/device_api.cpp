@@ -1,3 +1,4 @@
+#include "graph/capture.hpp"
 #include "runtime/core/api_guard.hpp"
 #include "runtime/core/sized_struct.hpp"
 #include "runtime/runtime.hpp"
@@ -85,7 +86,12 @@ MTIA_API mtiaError_t mtiaGetDeviceProperties(mtiaDeviceProp* prop, int dev) {
 }
 
 MTIA_API mtiaError_t mtiaDeviceSynchronize(void) {
-  return apiCall("mtiaDeviceSynchronize", [&] { Runtime::instance().currentDevice().synchronize(); });
+  return apiCall("mtiaDeviceSynchronize", [&] {
+    mtia::Device& dev = Runtime::instance().currentDevice();
+    if (mtia::graph::CaptureRegistry::anyActive()) [[unlikely]]
+      mtia::graph::CaptureRegistry::instance().checkDeviceSync(dev.ordinal(), "mtiaDeviceSynchronize");
+    dev.synchronize();
+  });
 }
 
 MTIA_API mtiaError_t mtiaDeviceGetStreamPriorityRange(int* least, int* greatest) {

@@ -1,3 +1,4 @@
+#include "graph/capture.hpp"
 #include "runtime/core/api_guard.hpp"
 #include "runtime/runtime.hpp"
 
@@ -7,6 +8,7 @@ using mtia::apiCall;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
+using mtia::graph::CaptureRegistry;
 
 namespace {
 
@@ -42,18 +44,30 @@ MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream) {
   return apiCall("mtiaEventRecord", [&] {
     Runtime& rt = Runtime::instance();
     auto e = rt.streams().borrowEvent(event);
-    e->record(*rt.borrowStream(stream));
+    auto s = rt.borrowStream(stream);
+    if (s->capturing()) [[unlikely]] {
+      if (CaptureRegistry::instance().recordEvent(rt.streams().event(event), *s, false)) return;
+    }
+    e->record(*s);
   });
 }
 
 MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event) {
   return apiCall("mtiaEventQuery", [&] {
-    return Runtime::instance().streams().borrowEvent(event)->query() ? mtiaSuccess : mtiaErrorNotReady;
+    auto e = Runtime::instance().streams().borrowEvent(event);
+    if (CaptureRegistry::anyActive()) [[unlikely]]
+      CaptureRegistry::instance().checkEventSync(*e, "mtiaEventQuery");
+    return e->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
 
 MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event) {
-  return apiCall("mtiaEventSynchronize", [&] { Runtime::instance().streams().borrowEvent(event)->synchronize(); });
+  return apiCall("mtiaEventSynchronize", [&] {
+    auto e = Runtime::instance().streams().borrowEvent(event);
+    if (CaptureRegistry::anyActive()) [[unlikely]]
+      CaptureRegistry::instance().checkEventSync(*e, "mtiaEventSynchronize");
+    e->synchronize();
+  });
 }
 
 MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end) {

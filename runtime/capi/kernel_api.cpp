@@ -1,3 +1,4 @@
+#include "graph/capture.hpp"
 #include "runtime/core/api_guard.hpp"
 #include "runtime/runtime.hpp"
 
@@ -13,6 +14,8 @@ MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
   return apiCall("mtiaModuleLoad", [&] {
     requireNonNull(module, "module");
     requireNonNull(path, "path");
+    if (mtia::graph::CaptureRegistry::anyActive())
+      mtia::graph::CaptureRegistry::instance().checkUnsafe(-1, "mtiaModuleLoad");
     *module = Runtime::instance().kernels().loadModule(path);
   });
 }
@@ -20,6 +23,8 @@ MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
 MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module) {
   return apiCall("mtiaModuleUnload", [&] {
     if (module == nullptr) return;
+    if (mtia::graph::CaptureRegistry::anyActive())
+      mtia::graph::CaptureRegistry::instance().checkUnsafe(-1, "mtiaModuleUnload");
     Runtime::instance().kernels().unloadModule(module);
   });
 }

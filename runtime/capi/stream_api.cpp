@@ -1,3 +1,4 @@
+#include "graph/capture.hpp"
 #include "runtime/core/api_guard.hpp"
 #include "runtime/runtime.hpp"
 
@@ -7,6 +8,7 @@ using mtia::apiCall;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
+using mtia::graph::CaptureRegistry;
 
 namespace {
 
@@ -44,18 +46,33 @@ MTIA_API mtiaError_t mtiaStreamCreateWithPriority(mtiaStream_t* stream, unsigned
 MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream) {
   return apiCall("mtiaStreamDestroy", [&] {
     if (stream == nullptr) return;
-    Runtime::instance().streams().destroy(stream);
+    Runtime& rt = Runtime::instance();
+    if (std::shared_ptr<mtia::streams::Stream> s = rt.streams().get(stream); s->capturing()) {
+      uint64_t id = 0;
+      if (CaptureRegistry::instance().status(*s, &id) != mtiaStreamCaptureStatusNone)
+        fail(mtiaErrorIllegalState, "stream {} is capturing (capture {}); end the capture before destroying it",
+             s->id(), id);
+    }
+    rt.streams().destroy(stream);
   });
 }
 
 MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream) {
   return apiCall("mtiaStreamQuery", [&] {
-    return Runtime::instance().borrowStream(stream)->query() ? mtiaSuccess : mtiaErrorNotReady;
+    auto s = Runtime::instance().borrowStream(stream);
+    if (CaptureRegistry::anyActive()) [[unlikely]]
+      CaptureRegistry::instance().checkStreamSync(*s, "mtiaStreamQuery");
+    return s->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
 
 MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream) {
-  return apiCall("mtiaStreamSynchronize", [&] { Runtime::instance().borrowStream(stream)->synchronize(); });
+  return apiCall("mtiaStreamSynchronize", [&] {
+    auto s = Runtime::instance().borrowStream(stream);
+    if (CaptureRegistry::anyActive()) [[unlikely]]
+      CaptureRegistry::instance().checkStreamSync(*s, "mtiaStreamSynchronize");
+    s->synchronize();
+  });
 }
 
 MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event, unsigned int flags) {
@@ -65,6 +82,10 @@ MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event,
            flags);
     Runtime& rt = Runtime::instance();
     auto s = rt.borrowStream(stream);
+    if (CaptureRegistry::anyActive()) [[unlikely]] {
+      // Fork, join, isolation and external waits; an eager wait otherwise.
+      if (CaptureRegistry::instance().waitEvent(*s, rt.streams().event(event), flags)) return;
+    }
     rt.streams().borrowEvent(event)->enqueueWait(*s);
   });
 }
