@@ -5,25 +5,25 @@
 
 namespace mtia::sim {
 
-unsigned char* ArgumentCopy::data(const Kernel& kernel) {
+const unsigned char* ArgumentCopy::data(const Kernel& kernel) const {
   if (!onHeap(kernel)) return bytes_;
-  unsigned char* heap = nullptr;
+  const unsigned char* heap = nullptr;
   std::memcpy(&heap, bytes_, sizeof(heap));
   return heap;
 }
 
 void ArgumentCopy::assign(const Kernel& kernel, void* const* args) {
+  unsigned char* base = bytes_;
   if (onHeap(kernel)) {
-    unsigned char* heap = new unsigned char[kernel.argBytes];
-    std::memcpy(bytes_, &heap, sizeof(heap));
+    base = new unsigned char[kernel.argBytes];
+    std::memcpy(bytes_, &base, sizeof(base));
   }
-  unsigned char* base = data(kernel);
   for (uint32_t i = 0; i < kernel.numArgs; ++i) std::memcpy(base + kernel.offsets[i], args[i], kernel.sizes[i]);
 }
 
-void ArgumentCopy::pointers(const Kernel& kernel, void** out) {
-  unsigned char* base = data(kernel);
-  for (uint32_t i = 0; i < kernel.numArgs; ++i) out[i] = base + kernel.offsets[i];
+void ArgumentCopy::copyTo(const Kernel& kernel, unsigned char* out, void** argv) const {
+  std::memcpy(out, data(kernel), kernel.argBytes);
+  for (uint32_t i = 0; i < kernel.numArgs; ++i) argv[i] = out + kernel.offsets[i];
 }
 
 void ArgumentCopy::release(const Kernel& kernel) noexcept {
@@ -32,8 +32,13 @@ void ArgumentCopy::release(const Kernel& kernel) noexcept {
 
 void Command::takeFrom(Command& other) noexcept {
   cmd = other.cmd;
-  if ((other.flags() & kCommandHolds) != 0) holds = std::move(other.holds);
-  if ((other.flags() & kCommandArgs) != 0) args = other.args;
+  const uint32_t f = other.flags();
+  if ((f & kCommandHolds) != 0) holds = std::move(other.holds);
+  if ((f & kCommandArgs) != 0) {
+    args = other.args;
+  } else if ((f & kCommandInjectFault) != 0 && cmd.type == mtiaDrvCmdList) {
+    faultAt = other.faultAt;
+  }
   other.cmd.reserved &= ~(kCommandHolds | kCommandArgs);
 }
 

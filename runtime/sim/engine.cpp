@@ -2,8 +2,10 @@
 
 #include "clock.hpp"
 #include "command.hpp"
+#include "command_list.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "kernels.hpp"
 #include "machine.hpp"
 #include "queue.hpp"
 
@@ -56,16 +58,27 @@ unsigned char* sharedMemory() {
   return buffer.get();
 }
 
-void runKernel(Device& device, const Queue& queue, Command& command) {
+constexpr uint64_t kNotInList = UINT64_MAX;
+
+// "queue 3", "queue 3 (command 7 of a list)": where a fault happened, for its message.
+std::string placeOf(const Queue& queue, uint64_t index) {
+  if (index == kNotInList) return fmt::format("queue {}", queue.number());
+  return fmt::format("queue {} (command {} of a list)", queue.number(), index);
+}
+
+// argBuffer receives the launch's own copy of its argument values (kMaxArgumentBytes, 16-aligned): the
+// command's copy stays untouched, so a list's commands serve every run, also concurrent ones.
+void runKernel(Device& device, const Queue& queue, const Command& command, bool injectFault, uint64_t index,
+               unsigned char* argBuffer) {
   const Kernel& kernel = command.kernel();
   const auto& k = command.cmd.u.kernel;
-  if ((command.flags() & kCommandInjectFault) != 0) {
+  if (injectFault) {
     device.recordFault(
-        fmt::format("kernel '{}' on queue {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, queue.number()));
+        fmt::format("kernel '{}' on {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, placeOf(queue, index)));
     return;
   }
   void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
-  if (kernel.numArgs > 0) command.args.pointers(kernel, argv);
+  if (kernel.numArgs > 0) command.args.copyTo(kernel, argBuffer, argv);
   Launch launch;
   launch.device = &device;
   mtiaKernelContext ctx{};
@@ -94,7 +107,8 @@ void runKernel(Device& device, const Queue& queue, Command& command) {
       thrown);
   if (!ok) launchFault(&ctx, thrown.c_str());
   if (launch.faulted) {
-    device.recordFault(fmt::format("kernel '{}' on queue {} faulted: {}", kernel.name, queue.number(), launch.message));
+    device.recordFault(
+        fmt::format("kernel '{}' on {} faulted: {}", kernel.name, placeOf(queue, index), launch.message));
   }
 }
 
@@ -133,32 +147,61 @@ void runFill(Device& device, const Command& command) {
   std::memset(f.dst, static_cast<int>(f.value & 0xffu), f.size);
 }
 
-void runHostFunc(Device& device, const Queue& queue, const Command& command) {
+void runHostFunc(Device& device, const Queue& queue, const Command& command, uint64_t index) {
   const auto& h = command.cmd.u.hostFunc;
   std::string thrown;
   if (!runGuarded([&] { h.fn(h.userData); }, thrown)) {
-    device.recordFault(fmt::format("host function on queue {}: {}", queue.number(), thrown));
+    device.recordFault(fmt::format("host function on {}: {}", placeOf(queue, index), thrown));
+  }
+}
+
+// What a command, and each command of a list, goes through: the queue's injected delay, then its work
+// unless the device faulted (timestamps are still written: they are bookkeeping rather than device work,
+// and writing them keeps event timing readable).
+inline void step(Device& device, const Queue& queue, const Command& command, bool injectFault, uint64_t index,
+                 unsigned char* argBuffer) {
+  if (queue.slowNs() != 0) sleepNs(queue.slowNs());
+  if (device.faulted()) {
+    if (command.cmd.type == mtiaDrvCmdTimestamp) *command.cmd.u.timestamp.out = monotonicNs();
+    return;
+  }
+  switch (command.cmd.type) {
+    case mtiaDrvCmdKernel: runKernel(device, queue, command, injectFault, index, argBuffer); break;
+    case mtiaDrvCmdCopy: runCopy(device, command); break;
+    case mtiaDrvCmdFill: runFill(device, command); break;
+    case mtiaDrvCmdHostFunc: runHostFunc(device, queue, command, index); break;
+    case mtiaDrvCmdWait: break;  // the scheduler ran it only once it was satisfied
+    case mtiaDrvCmdTimestamp: *command.cmd.u.timestamp.out = monotonicNs(); break;
+    default: break;  // submit rejects other types; lists are run by runList
+  }
+}
+
+// The list's commands in order. Once the device faulted nothing more runs; the remaining timestamps are
+// written at once, without the queue's injected delay for commands that do not run.
+void runList(Device& device, const Queue& queue, const Command& command, unsigned char* argBuffer) {
+  const std::span<const Command> commands = command.list().commands();
+  const uint64_t faultAt = (command.flags() & kCommandInjectFault) != 0 ? command.faultAt : kNotInList;
+  const size_t n = commands.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (device.faulted()) {
+      for (; i < n; ++i) {
+        if (commands[i].cmd.type == mtiaDrvCmdTimestamp) *commands[i].cmd.u.timestamp.out = monotonicNs();
+      }
+      return;
+    }
+    step(device, queue, commands[i], i == faultAt, i, argBuffer);
   }
 }
 
 }  // namespace
 
 void execute(Device& device, const Queue& queue, Command& command) {
-  if (queue.slowNs() != 0) sleepNs(queue.slowNs());
-  if (device.faulted()) {
-    // Timestamps are bookkeeping rather than device work: writing them keeps event timing readable.
-    if (command.cmd.type == mtiaDrvCmdTimestamp) *command.cmd.u.timestamp.out = monotonicNs();
+  alignas(16) unsigned char argBuffer[kMaxArgumentBytes];  // written only by launches with arguments
+  if (command.cmd.type == mtiaDrvCmdList) {
+    runList(device, queue, command, argBuffer);
     return;
   }
-  switch (command.cmd.type) {
-    case mtiaDrvCmdKernel: runKernel(device, queue, command); break;
-    case mtiaDrvCmdCopy: runCopy(device, command); break;
-    case mtiaDrvCmdFill: runFill(device, command); break;
-    case mtiaDrvCmdHostFunc: runHostFunc(device, queue, command); break;
-    case mtiaDrvCmdWait: break;  // the scheduler ran it only once it was satisfied
-    case mtiaDrvCmdTimestamp: *command.cmd.u.timestamp.out = monotonicNs(); break;
-    default: break;  // submit rejects other types
-  }
+  step(device, queue, command, (command.flags() & kCommandInjectFault) != 0, kNotInList, argBuffer);
 }
 
 }  // namespace mtia::sim

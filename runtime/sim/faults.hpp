@@ -40,6 +40,8 @@ class FaultInjector {
 
   // Counts one memCreate; true when the plan says this one fails.
   bool nextAllocFails();
+  // Whether the plan names kernels at all (else launches need not be counted).
+  bool hasKernelRules() const { return !kernelCounters_.empty(); }
   // Counts one launch of kernel; true when the plan says it faults. Costs nothing without kernel rules.
   bool nextLaunchFaults(std::string_view kernel);
   // Extra nanoseconds every command of queue `queue` (creation index) of device takes.

@@ -4,6 +4,7 @@
 // destroying a handle cannot free an object another thread is using.
 #pragma once
 
+#include "command_list.hpp"
 #include "kernels.hpp"
 #include "memory.hpp"
 #include "queue.hpp"
@@ -17,8 +18,8 @@
 namespace mtia::sim {
 
 struct Handles {
-  // Queues, modules and module kernels. Readers (submit, query) take it shared for the whole call,
-  // which keeps the object alive without touching its reference count.
+  // Queues, modules, module kernels and command lists. Readers (submit, query) take it shared for the
+  // whole call, which keeps the object alive without touching its reference count.
   std::shared_mutex mu;
   std::unordered_map<const Queue*, std::shared_ptr<Queue>> queues;
   // Bumped (under mu, exclusively) whenever a queue handle is destroyed: a thread's cached lookup of a
@@ -27,6 +28,7 @@ struct Handles {
   alignas(64) std::atomic<uint64_t> queueEpoch{1};
   std::unordered_map<const Module*, std::shared_ptr<Module>> modules;
   std::unordered_map<const Kernel*, std::shared_ptr<Module>> kernels;  // module kernels -> their module
+  std::unordered_map<const CommandList*, std::shared_ptr<CommandList>> lists;
 
   // Physical memory: a lock of its own, since its calls are slow (mmap, fallocate) and rare.
   std::mutex memMu;

@@ -40,6 +40,8 @@ constexpr mtiaDriverOps kOps = {
     .deviceSetPeerAccess = ops::deviceSetPeerAccess,
     .isDriverThread = ops::isDriverThread,
     .queueGetCounts = ops::queueGetCounts,
+    .commandListCreate = ops::commandListCreate,
+    .commandListDestroy = ops::commandListDestroy,
 };
 
 }  // namespace

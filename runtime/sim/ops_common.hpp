@@ -93,4 +93,7 @@ mtiaError_t moduleUnload(mtiaDrvModule module);
 mtiaError_t moduleGetKernel(mtiaDrvModule module, const char* name, mtiaDrvKernel* kernel);
 mtiaError_t kernelGetInfo(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* argSizes);
 
+mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t count, mtiaDrvCommandList* list);
+mtiaError_t commandListDestroy(mtiaDrvCommandList list);
+
 }  // namespace mtia::sim::ops

@@ -1,139 +1,12 @@
 // Entries about queues and the commands submitted to them.
 #include "ops_common.hpp"
+#include "prepare.hpp"
 
 #include <cstring>
 #include <memory>
 
 namespace mtia::sim::ops {
 namespace {
-
-bool validDim(const mtiaDim3& d) { return d.x != 0 && d.y != 0 && d.z != 0; }
-
-// Fills command from a kernel launch. Called with handles.mu held shared.
-mtiaError_t prepareKernel(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
-  const auto& k = cmd.u.kernel;
-  const auto* kernel = reinterpret_cast<const Kernel*>(k.kernel);
-  if (!isBuiltinKernel(kernel)) {
-    Handles& handles = machine.handles();
-    auto it = handles.kernels.find(kernel);
-    if (it == handles.kernels.end()) {
-      return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a kernel of a loaded module",
-                   static_cast<const void*>(kernel));
-    }
-    command.holds = it->second;
-    command.cmd.reserved |= kCommandHolds;
-  }
-  if (!validDim(k.grid) || !validDim(k.block)) {
-    return failf(mtiaErrorInvalidValue,
-                 "queueSubmit: kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must not be 0", kernel->name,
-                 k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
-  }
-  if (k.grid.x > kMaxGridDim[0] || k.grid.y > kMaxGridDim[1] || k.grid.z > kMaxGridDim[2]) {
-    return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': grid ({}, {}, {}) exceeds ({}, {}, {})",
-                 kernel->name, k.grid.x, k.grid.y, k.grid.z, kMaxGridDim[0], kMaxGridDim[1], kMaxGridDim[2]);
-  }
-  const uint64_t threads = uint64_t{k.block.x} * k.block.y * k.block.z;
-  if (k.block.x > kMaxBlockDim[0] || k.block.y > kMaxBlockDim[1] || k.block.z > kMaxBlockDim[2] ||
-      threads > kMaxThreadsPerBlock) {
-    return failf(mtiaErrorInvalidValue,
-                 "queueSubmit: kernel '{}': block ({}, {}, {}) exceeds ({}, {}, {}) or {} threads", kernel->name,
-                 k.block.x, k.block.y, k.block.z, kMaxBlockDim[0], kMaxBlockDim[1], kMaxBlockDim[2],
-                 kMaxThreadsPerBlock);
-  }
-  if (k.sharedMem > kSharedMemPerBlock) {
-    return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': sharedMem {} exceeds {} bytes", kernel->name,
-                 k.sharedMem, kSharedMemPerBlock);
-  }
-  if (kernel->numArgs > 0) {
-    if (k.args == nullptr) {
-      return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}' takes {} arguments but args is NULL", kernel->name,
-                   kernel->numArgs);
-    }
-    for (uint32_t i = 0; i < kernel->numArgs; ++i) {
-      if (k.args[i] == nullptr) {
-        return failf(mtiaErrorInvalidValue, "queueSubmit: kernel '{}': args[{}] is NULL", kernel->name, i);
-      }
-    }
-  }
-  if (kernel->numArgs > 0) {
-    command.args.assign(*kernel, k.args);
-    command.cmd.reserved |= kCommandArgs;
-  }
-  if (machine.faults().nextLaunchFaults(kernel->name)) command.cmd.reserved |= kCommandInjectFault;
-  return mtiaSuccess;
-}
-
-bool rangeWraps(const void* p, uint64_t size) { return size > UINTPTR_MAX - reinterpret_cast<uintptr_t>(p); }
-
-// The command's type as plain bits: a caller may pass a number that is no enumerator, and loading that
-// as the enum would be undefined behaviour (UBSan reports it) before it could be rejected.
-int32_t commandType(const mtiaDrvCommand& cmd) {
-  int32_t type = 0;
-  std::memcpy(&type, &cmd.type, sizeof(type));
-  return type;
-}
-
-// Fills command from cmd. Called with handles.mu held shared.
-mtiaError_t prepareCommand(Machine& machine, const mtiaDrvCommand& cmd, Command& command) {
-  std::memcpy(&command.cmd, &cmd, sizeof(cmd));
-  command.cmd.reserved = 0;  // the driver's own flags from here on
-  const int32_t type = commandType(cmd);
-  switch (type) {
-    case mtiaDrvCmdKernel: return prepareKernel(machine, cmd, command);
-    case mtiaDrvCmdCopy: {
-      const auto& c = cmd.u.copy;
-      if (c.size == 0) return mtiaSuccess;
-      if (c.dst == nullptr || c.src == nullptr || rangeWraps(c.dst, c.size) || rangeWraps(c.src, c.size)) {
-        return failf(mtiaErrorInvalidValue, "queueSubmit: copy of {} bytes from {} to {} is not valid", c.size, c.src,
-                     c.dst);
-      }
-      const auto d = reinterpret_cast<uintptr_t>(c.dst);
-      const auto s = reinterpret_cast<uintptr_t>(c.src);
-      if (d < s + c.size && s < d + c.size) {
-        return failf(mtiaErrorInvalidValue, "queueSubmit: copy ranges overlap (src {}, dst {}, {} bytes)", c.src, c.dst,
-                     c.size);
-      }
-      return mtiaSuccess;
-    }
-    case mtiaDrvCmdFill:
-      if (cmd.u.fill.size != 0 && (cmd.u.fill.dst == nullptr || rangeWraps(cmd.u.fill.dst, cmd.u.fill.size))) {
-        return failf(mtiaErrorInvalidValue, "queueSubmit: fill of {} bytes at {} is not valid", cmd.u.fill.size,
-                     cmd.u.fill.dst);
-      }
-      return mtiaSuccess;
-    case mtiaDrvCmdHostFunc:
-      if (cmd.u.hostFunc.fn == nullptr) return nullArgument("queueSubmit", "hostFunc.fn");
-      return mtiaSuccess;
-    case mtiaDrvCmdWait: {
-      auto it = machine.handles().queues.find(reinterpret_cast<const Queue*>(cmd.u.wait.queue));
-      if (it == machine.handles().queues.end()) {
-        return failf(mtiaErrorInvalidHandle, "queueSubmit: wait target {} is not a live queue",
-                     static_cast<void*>(cmd.u.wait.queue));
-      }
-      // Only commands already submitted can be waited for, which also rules out cycles of waits.
-      const uint64_t submitted = it->second->submitted();
-      if (cmd.u.wait.value > submitted) {
-        return failf(mtiaErrorInvalidValue, "queueSubmit: wait for command {} of a queue that has only {} submitted",
-                     cmd.u.wait.value, submitted);
-      }
-      command.holds = it->second;
-      command.cmd.reserved |= kCommandHolds;
-      return mtiaSuccess;
-    }
-    case mtiaDrvCmdTimestamp:
-      if (cmd.u.timestamp.out == nullptr) return nullArgument("queueSubmit", "timestamp.out");
-      return mtiaSuccess;
-    default: return failf(mtiaErrorInvalidValue, "queueSubmit: unknown command type {}", type);
-  }
-}
-
-// Whether submitting cmd must look up handles besides its queue (module kernels, wait targets): those
-// lookups need the handle lock anyway.
-bool namesOtherHandles(const mtiaDrvCommand& cmd) {
-  const int32_t type = commandType(cmd);
-  if (type == mtiaDrvCmdWait) return true;
-  return type == mtiaDrvCmdKernel && !isBuiltinKernel(reinterpret_cast<const Kernel*>(cmd.u.kernel.kernel));
-}
 
 // The calling thread's last queue (one cache for submissions, one for queries). The reference it holds keeps the object alive, and the
 // handle is known live while no queue handle was destroyed since (the epoch): a destroy racing with a
@@ -206,9 +79,10 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue) {
 }
 
 // Thread-safe and cheap: the queue's own lock, and the device's scheduler lock only when the queue was
-// idle; never blocks on device work. Copies kernel argument values before returning. Errors:
-// mtiaErrorInvalidValue (cmd or seq NULL, malformed command), mtiaErrorInvalidHandle (queue, kernel or
-// wait target), mtiaErrorLaunchFailure (the device has a sticky fault).
+// idle; never blocks on device work. Copies kernel argument values before returning; a command list
+// costs one submission whatever its length. Errors: mtiaErrorInvalidValue (cmd or seq NULL, malformed
+// command, a list of another device), mtiaErrorInvalidHandle (queue, kernel, wait target or list),
+// mtiaErrorLaunchFailure (the device has a sticky fault).
 mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq) {
   return guarded("queueSubmit", [&] {
     Machine* machine = nullptr;
@@ -218,7 +92,11 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
     auto submitTo = [&](Queue& q) {
       if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
       PendingCommand pending;
-      if (mtiaError_t err = prepareCommand(*machine, *cmd, pending.command); err != mtiaSuccess) return err;
+      if (mtiaError_t err = prepareCommand(*machine, q.device(), CommandSite{"queueSubmit"}, *cmd, pending.command);
+          err != mtiaSuccess) {
+        return err;
+      }
+      pickInjectedFaults(machine->faults(), pending.command);
       *seq = q.submit(pending.command);
       return mtiaSuccess;
     };

@@ -111,10 +111,15 @@ TEST(SimCommandLog, ArgumentCopiesSurviveTheLog) {
   Command* out = log.front();
   ASSERT_NE(out, nullptr);
   void* pointers[3];
-  out->args.pointers(kernel, pointers);
+  alignas(16) unsigned char copy[mtia::sim::kMaxArgumentBytes];
+  out->args.copyTo(kernel, copy, pointers);  // the kernel's own copy: the command's stays as it was
   EXPECT_EQ(*static_cast<unsigned char*>(pointers[0]), 7);
   EXPECT_EQ(std::memcmp(pointers[1], big, 100), 0);
   EXPECT_EQ(*static_cast<uint64_t*>(pointers[2]), c);
+  EXPECT_EQ(pointers[1], copy + 16);
+  std::memset(copy, 0, sizeof(copy));
+  out->args.copyTo(kernel, copy, pointers);
+  EXPECT_EQ(std::memcmp(pointers[1], big, 100), 0);
   log.retire();  // frees the heap copy (ASan would report a leak otherwise)
   // Descriptors the driver refuses.
   mtia::sim::Kernel bad;
