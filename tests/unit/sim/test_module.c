@@ -87,3 +87,35 @@ MTIA_SIM_KERNEL(test_missing_args) {
   (void)ctx;
   (void)args;
 }
+
+/* Checks that its arguments arrive as submitted, counts itself in counts[slot] (atomically), then
+ * overwrites every argument value: a launch must get argument values of its own, so a command list
+ * run many times, also concurrently, sees the submitted values every time. pad (more than the inline
+ * argument storage) must hold 0, 1, ..., 15 + slot. */
+typedef struct TestPad {
+  uint32_t words[16];
+} TestPad;
+MTIA_SIM_KERNEL(test_scribble) {
+  uint64_t* counts;
+  uint32_t slot;
+  TestPad pad;
+  uint32_t i;
+  memcpy(&counts, args[0], sizeof(counts));
+  memcpy(&slot, args[1], sizeof(slot));
+  memcpy(&pad, args[2], sizeof(pad));
+  for (i = 0; i < 16; ++i) {
+    if (pad.words[i] != i + slot) {
+      ctx->fault(ctx, "test_scribble: its arguments were changed by an earlier launch");
+      return;
+    }
+  }
+  if (slot >= 64 || !ctx->isDeviceRange(ctx, counts + slot, sizeof(uint64_t))) {
+    ctx->fault(ctx, "test_scribble: illegal address or slot");
+    return;
+  }
+  __atomic_fetch_add(counts + slot, 1, __ATOMIC_RELAXED);
+  memset(args[0], 0xff, sizeof(counts));
+  memset(args[1], 0xff, sizeof(slot));
+  memset(args[2], 0xff, sizeof(pad));
+}
+MTIA_SIM_KERNEL_ARGS(test_scribble, 3, sizeof(uint64_t*), sizeof(uint32_t), sizeof(TestPad));
