@@ -22,6 +22,9 @@ class Driver {
   bool countsQueues() const noexcept { return ops_.queueGetCounts != nullptr; }
   // Whether the driver validates kernel launches itself (driver ABI 1.1 and later; see queueSubmit).
   bool validatesLaunches() const noexcept { return MTIA_DRIVER_API_MINOR(ops_.version) >= 1; }
+  // Whether the driver runs command lists (driver ABI 1.2: ops().commandListCreate and
+  // commandListDestroy are set, and queueSubmit takes mtiaDrvCmdList commands).
+  bool supportsCommandLists() const noexcept { return ops_.commandListCreate != nullptr; }
 
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.

@@ -103,7 +103,12 @@ void validateOps(mtiaDriverOps& ops, const std::string& source) {
   if (!ops.deviceSetPeerAccess) ops.deviceSetPeerAccess = noPeerAccess;
   if (!ops.isDriverThread) ops.isDriverThread = noDriverThreads;
   // queueGetCounts stays NULL when absent: the runtime then counts submissions itself
-  // (Driver::countsQueues).
+  // (Driver::countsQueues). So do the command list entries (Driver::supportsCommandLists), which
+  // come as a pair.
+  if ((ops.commandListCreate == nullptr) != (ops.commandListDestroy == nullptr))
+    fail(mtiaErrorInitializationError, "driver {} sets '{}' but not '{}' (driver ABI 1.2: both or neither)", source,
+         ops.commandListCreate ? "commandListCreate" : "commandListDestroy",
+         ops.commandListCreate ? "commandListDestroy" : "commandListCreate");
 }
 
 std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const BuiltinDriver> builtins,

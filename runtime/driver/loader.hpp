@@ -24,7 +24,8 @@ std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const Buil
                                    const std::string& libraryDir);
 
 // Validates the table a driver filled and fills its missing optional entries
-// with "not supported" (queueGetCounts excepted: it stays NULL). Exposed for
+// with "not supported" (queueGetCounts and the command list pair excepted:
+// they stay NULL; a table with only one of the pair is refused). Exposed for
 // tests. Throws Error(InitializationError).
 void validateOps(mtiaDriverOps& ops, const std::string& source);
 

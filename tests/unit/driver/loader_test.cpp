@@ -108,6 +108,65 @@ TEST(DriverLoader, QueueCountsStayAbsentWhenNotProvided) {
   EXPECT_EQ(old.queueGetCounts, nullptr);
 }
 
+mtiaError_t fakeListCreate(int32_t, const mtiaDrvCommand*, uint64_t, mtiaDrvCommandList*) { return mtiaSuccess; }
+mtiaError_t fakeListDestroy(mtiaDrvCommandList) { return mtiaSuccess; }
+
+TEST(DriverLoader, CommandListEntriesComeAsAPair) {
+  mtiaDriverOps o = completeOps();
+  o.commandListCreate = fakeListCreate;
+  o.commandListDestroy = fakeListDestroy;
+  validateOps(o, "new.so");
+  EXPECT_EQ(o.commandListCreate, fakeListCreate);
+  EXPECT_EQ(o.commandListDestroy, fakeListDestroy);
+  EXPECT_TRUE(mtia::driver::Driver(o, "new.so").supportsCommandLists());
+
+  mtiaDriverOps createOnly = completeOps();
+  createOnly.commandListCreate = fakeListCreate;
+  std::string m = initErrorOf([&] { validateOps(createOnly, "half.so"); });
+  EXPECT_NE(m.find("half.so"), std::string::npos) << m;
+  EXPECT_NE(m.find("'commandListDestroy'"), std::string::npos) << m;
+  mtiaDriverOps destroyOnly = completeOps();
+  destroyOnly.commandListDestroy = fakeListDestroy;
+  m = initErrorOf([&] { validateOps(destroyOnly, "half.so"); });
+  EXPECT_NE(m.find("'commandListCreate'"), std::string::npos) << m;
+}
+
+TEST(DriverLoader, CommandListsStayAbsentForOlderTables) {
+  mtiaDriverOps o = completeOps();  // a 1.2 table without the optional pair
+  validateOps(o, "test");
+  EXPECT_EQ(o.commandListCreate, nullptr);
+  EXPECT_EQ(o.commandListDestroy, nullptr);
+  EXPECT_FALSE(mtia::driver::Driver(o, "test").supportsCommandLists());
+  // A 1.1 table ends before the pair: what lies past its end is not the driver's.
+  mtiaDriverOps old = completeOps();
+  old.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 1);
+  old.structSize = offsetof(mtiaDriverOps, commandListCreate);
+  old.queueGetCounts = [](mtiaDrvQueue, uint64_t*, uint64_t*) { return mtiaSuccess; };
+  old.commandListCreate = fakeListCreate;
+  old.commandListDestroy = reinterpret_cast<decltype(old.commandListDestroy)>(0x1);
+  validateOps(old, "old.so");
+  EXPECT_EQ(old.commandListCreate, nullptr);
+  EXPECT_EQ(old.commandListDestroy, nullptr);
+  EXPECT_NE(old.queueGetCounts, nullptr);
+  const mtia::driver::Driver driver(old, "old.so");
+  EXPECT_FALSE(driver.supportsCommandLists());
+  EXPECT_TRUE(driver.countsQueues());
+  EXPECT_TRUE(driver.validatesLaunches());
+}
+
+TEST(DriverLoader, BuiltinStyleTableOf12Loads) {
+  // A getter that fills the whole 1.2 table, pair included, as the simulated device does.
+  const BuiltinDriver builtins[] = {{"lists", [](uint32_t v, mtiaDriverOps* ops) {
+                                       mtiaError_t st = goodGetOps(v, ops);
+                                       ops->commandListCreate = fakeListCreate;
+                                       ops->commandListDestroy = fakeListDestroy;
+                                       return st;
+                                     }}};
+  auto d = loadDriver("", builtins, "");
+  EXPECT_TRUE(d->supportsCommandLists());
+  EXPECT_EQ(MTIA_DRIVER_API_MINOR(d->ops().version), 2u);
+}
+
 TEST(DriverLoader, OnlyDrivers11AndLaterValidateLaunches) {
   mtiaDriverOps o = completeOps();
   o.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 0);

@@ -6,6 +6,7 @@
 #include "sim_test_util.hpp"
 
 #include <atomic>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -121,6 +122,21 @@ class SimListModule : public SimList {
 };
 
 }  // namespace
+
+TEST(SimListTable, DriverReports12WithBothEntries) {
+  const mtiaDriverOps& d = table();
+  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 2u));
+  EXPECT_EQ(d.structSize, sizeof(mtiaDriverOps));
+  EXPECT_NE(d.commandListCreate, nullptr);
+  EXPECT_NE(d.commandListDestroy, nullptr);
+  // A 1.1-sized request gets the 1.1 entries only.
+  mtiaDriverOps old{};
+  old.structSize = offsetof(mtiaDriverOps, commandListCreate);
+  ASSERT_EQ(mtiaSimDriverGetOps(MTIA_DRIVER_MAKE_API_VERSION(1u, 1u), &old), mtiaSuccess);
+  EXPECT_EQ(old.structSize, offsetof(mtiaDriverOps, commandListCreate));
+  EXPECT_NE(old.queueGetCounts, nullptr);
+  EXPECT_EQ(old.commandListCreate, nullptr);
+}
 
 TEST_F(SimList, CommandsRunInOrderAsOneCommand) {
   DeviceBuffer buf(0, kGran);
