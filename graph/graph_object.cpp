@@ -4,6 +4,7 @@
 #include "runtime/core/log.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -26,26 +27,38 @@ const char* stateName(mtiaGraphState s) {
   return "?";
 }
 
-// The leak report: graph objects created and never destroyed, listed when the process exits.
+// The leak report: graph objects created and never destroyed, listed when the process exits. The list
+// lives for the whole process (never destroyed), so a graph destroyed late in exit still finds it.
 struct LiveGraphs {
   std::mutex mu;
   std::set<GraphObject*> graphs;
-  ~LiveGraphs() {
-    std::lock_guard lock(mu);
-    if (graphs.empty()) return;
+};
+
+void reportLeaks() noexcept;
+
+LiveGraphs& liveGraphs() {
+  static LiveGraphs* live = [] {
+    auto* l = new LiveGraphs();
+    std::atexit(reportLeaks);
+    return l;
+  }();
+  return *live;
+}
+
+void reportLeaks() noexcept {
+  LiveGraphs& live = liveGraphs();
+  std::lock_guard lock(live.mu);
+  if (live.graphs.empty()) return;
+  try {
     std::string list;
-    for (GraphObject* g : graphs) list += fmt::format("{}#{}", list.empty() ? "" : ", ", g->serial());
+    for (GraphObject* g : live.graphs) list += fmt::format("{}#{}", list.empty() ? "" : ", ", g->serial());
     log(LogLevel::Warn,
         "{} graph object(s) never destroyed (mtiaGraphDestroy) at process exit: graph {}; their private pools stay "
         "reserved until the process ends",
-        graphs.size(), list);
-    // The objects are left alone: their replays may still be running on device threads.
+        live.graphs.size(), list);
+  } catch (...) {
   }
-};
-
-LiveGraphs& liveGraphs() {
-  static LiveGraphs live;
-  return live;
+  // The objects are left alone: replays of theirs may still be running on device threads.
 }
 
 }  // namespace
