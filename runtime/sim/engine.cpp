@@ -66,31 +66,41 @@ std::string placeOf(const Queue& queue, uint64_t index) {
   return fmt::format("queue {} (command {} of a list)", queue.number(), index);
 }
 
-// argBuffer receives the launch's own copy of its argument values (kMaxArgumentBytes, 16-aligned): the
-// command's copy stays untouched, so a list's commands serve every run, also concurrent ones.
-void runKernel(Device& device, const Queue& queue, const Command& command, bool injectFault, uint64_t index,
-               unsigned char* argBuffer) {
+// What one execute() call needs to run commands, set up once for all the commands of a list: the
+// kernel context's fixed fields, and room for a launch's own copy of its argument values (the command's
+// copy stays untouched, so a list's commands serve every run, also concurrent ones).
+struct Runner {
+  Runner(Device& d, const Queue& q) : device(d), queue(q) {
+    launch.device = &device;
+    ctx.structSize = sizeof(ctx);
+    ctx.device = device.index();
+    ctx.fault = launchFault;
+    ctx.isDeviceRange = launchIsDeviceRange;
+    ctx.driverData = &launch;
+  }
+  Device& device;
+  const Queue& queue;
+  Launch launch;  // a fault stops the run, so one serves every launch of it
+  mtiaKernelContext ctx{};
+  void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
+  alignas(16) unsigned char args[kMaxArgumentBytes];  // written only by launches with arguments
+};
+
+void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t index) {
   const Kernel& kernel = command.kernel();
   const auto& k = command.cmd.u.kernel;
   if (injectFault) {
-    device.recordFault(
-        fmt::format("kernel '{}' on {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, placeOf(queue, index)));
+    r.device.recordFault(
+        fmt::format("kernel '{}' on {}: injected fault (MTIA_SIM_FAULTS)", kernel.name, placeOf(r.queue, index)));
     return;
   }
-  void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
-  if (kernel.numArgs > 0) command.args.copyTo(kernel, argBuffer, argv);
-  Launch launch;
-  launch.device = &device;
-  mtiaKernelContext ctx{};
-  ctx.structSize = sizeof(ctx);
-  ctx.device = device.index();
+  if (kernel.numArgs > 0) command.args.copyTo(kernel, r.args, r.argv);
+  mtiaKernelContext& ctx = r.ctx;
   ctx.gridDim = k.grid;
   ctx.blockDim = k.block;
   ctx.sharedMem = k.sharedMem > 0 ? sharedMemory() : nullptr;
   ctx.sharedMemSize = k.sharedMem;
-  ctx.fault = launchFault;
-  ctx.isDeviceRange = launchIsDeviceRange;
-  ctx.driverData = &launch;
+  Launch& launch = r.launch;
   std::string thrown;
   const bool ok = runGuarded(
       [&] {
@@ -98,7 +108,7 @@ void runKernel(Device& device, const Queue& queue, const Command& command, bool 
           for (uint32_t y = 0; y < k.grid.y; ++y) {
             for (uint32_t x = 0; x < k.grid.x; ++x) {
               ctx.blockIdx = mtiaDim3{x, y, z};
-              kernel.fn(&ctx, argv);
+              kernel.fn(&ctx, r.argv);
               if (launch.faulted) return;  // a faulted launch stops; the device is unusable anyway
             }
           }
@@ -107,8 +117,8 @@ void runKernel(Device& device, const Queue& queue, const Command& command, bool 
       thrown);
   if (!ok) launchFault(&ctx, thrown.c_str());
   if (launch.faulted) {
-    device.recordFault(
-        fmt::format("kernel '{}' on {} faulted: {}", kernel.name, placeOf(queue, index), launch.message));
+    r.device.recordFault(
+        fmt::format("kernel '{}' on {} faulted: {}", kernel.name, placeOf(r.queue, index), launch.message));
   }
 }
 
@@ -155,53 +165,51 @@ void runHostFunc(Device& device, const Queue& queue, const Command& command, uin
   }
 }
 
+void writeTimestamp(const Command& command) { *command.cmd.u.timestamp.out = monotonicNs(); }
+
 // What a command, and each command of a list, goes through: the queue's injected delay, then its work
-// unless the device faulted (timestamps are still written: they are bookkeeping rather than device work,
-// and writing them keeps event timing readable).
-inline void step(Device& device, const Queue& queue, const Command& command, bool injectFault, uint64_t index,
-                 unsigned char* argBuffer) {
-  if (queue.slowNs() != 0) sleepNs(queue.slowNs());
-  if (device.faulted()) {
-    if (command.cmd.type == mtiaDrvCmdTimestamp) *command.cmd.u.timestamp.out = monotonicNs();
-    return;
-  }
+// unless the device faulted. False (nothing run) when it has: the caller still writes timestamps, which
+// are bookkeeping rather than device work (writing them keeps event timing readable).
+inline bool step(Runner& r, const Command& command, bool injectFault, uint64_t index) {
+  if (r.queue.slowNs() != 0) sleepNs(r.queue.slowNs());
+  if (r.device.faulted()) return false;
   switch (command.cmd.type) {
-    case mtiaDrvCmdKernel: runKernel(device, queue, command, injectFault, index, argBuffer); break;
-    case mtiaDrvCmdCopy: runCopy(device, command); break;
-    case mtiaDrvCmdFill: runFill(device, command); break;
-    case mtiaDrvCmdHostFunc: runHostFunc(device, queue, command, index); break;
+    case mtiaDrvCmdKernel: runKernel(r, command, injectFault, index); break;
+    case mtiaDrvCmdCopy: runCopy(r.device, command); break;
+    case mtiaDrvCmdFill: runFill(r.device, command); break;
+    case mtiaDrvCmdHostFunc: runHostFunc(r.device, r.queue, command, index); break;
     case mtiaDrvCmdWait: break;  // the scheduler ran it only once it was satisfied
-    case mtiaDrvCmdTimestamp: *command.cmd.u.timestamp.out = monotonicNs(); break;
+    case mtiaDrvCmdTimestamp: writeTimestamp(command); break;
     default: break;  // submit rejects other types; lists are run by runList
   }
+  return true;
 }
 
 // The list's commands in order. Once the device faulted nothing more runs; the remaining timestamps are
-// written at once, without the queue's injected delay for commands that do not run.
-void runList(Device& device, const Queue& queue, const Command& command, unsigned char* argBuffer) {
+// written at once, without the queue's injected delay.
+void runList(Runner& r, const Command& command) {
   const std::span<const Command> commands = command.list().commands();
   const uint64_t faultAt = (command.flags() & kCommandInjectFault) != 0 ? command.faultAt : kNotInList;
   const size_t n = commands.size();
-  for (size_t i = 0; i < n; ++i) {
-    if (device.faulted()) {
-      for (; i < n; ++i) {
-        if (commands[i].cmd.type == mtiaDrvCmdTimestamp) *commands[i].cmd.u.timestamp.out = monotonicNs();
-      }
-      return;
-    }
-    step(device, queue, commands[i], i == faultAt, i, argBuffer);
+  size_t i = 0;
+  while (i < n && step(r, commands[i], i == faultAt, i)) ++i;
+  for (; i < n; ++i) {
+    if (commands[i].cmd.type == mtiaDrvCmdTimestamp) writeTimestamp(commands[i]);
   }
 }
 
 }  // namespace
 
 void execute(Device& device, const Queue& queue, Command& command) {
-  alignas(16) unsigned char argBuffer[kMaxArgumentBytes];  // written only by launches with arguments
+  Runner runner(device, queue);
   if (command.cmd.type == mtiaDrvCmdList) {
-    runList(device, queue, command, argBuffer);
+    runList(runner, command);
     return;
   }
-  step(device, queue, command, (command.flags() & kCommandInjectFault) != 0, kNotInList, argBuffer);
+  if (!step(runner, command, (command.flags() & kCommandInjectFault) != 0, kNotInList) &&
+      command.cmd.type == mtiaDrvCmdTimestamp) {
+    writeTimestamp(command);
+  }
 }
 
 }  // namespace mtia::sim
