@@ -14,60 +14,19 @@
 # program fails.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+bench_script=run_alloc # names its messages
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-die() {
-  echo "run_alloc: ERROR: $*" >&2
-  exit 1
-}
+bench_setup alloc_bench "${1:-}"
 
-find_bench() {
-  if [[ -n "${MTIA_BUILD_DIR:-}" ]]; then
-    echo "$MTIA_BUILD_DIR/bench/alloc_bench"
-    return
-  fi
-  if [[ -x "$root/build/bench/alloc_bench" ]]; then
-    echo "$root/build/bench/alloc_bench"
-    return
-  fi
-  local newest="" candidate
-  for candidate in "$root"/build*/bench/alloc_bench; do
-    [[ -x "$candidate" ]] || continue
-    if [[ -z "$newest" || "$candidate" -nt "$newest" ]]; then newest="$candidate"; fi
-  done
-  echo "$newest"
-}
-
-bench="${1:-$(find_bench)}"
-[[ -n "$bench" ]] || die "no alloc_bench found under $root/build*/bench; build it or pass its path"
-[[ -x "$bench" ]] || die "$bench is not an executable"
-
-out="${MTIA_BENCH_RESULTS:-$here/results}"
-mkdir -p "$out"
-read -r -a extra <<<"${MTIA_BENCH_ARGS:-}"
-export MTIA_LOG_LEVEL="${MTIA_LOG_LEVEL:-warn}"
-
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run_alloc: $bench (load average $load_before)"
 "$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
   "${extra[@]}" >"$out/alloc.json.tmp" || die "$bench failed (partial output in $out/alloc.json.tmp)"
 mv "$out/alloc.json.tmp" "$out/alloc.json"
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
-commit="${MTIA_BENCH_COMMIT:-}"
-if [[ -z "$commit" ]]; then
-  commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  # The results folder is being rewritten by this run: it does not count as a local change.
-  if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' 2>/dev/null || true)" ]]; then
-    commit="$commit (with local changes)"
-  fi
-fi
-
-RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')" RUN_NPROC="$(nproc)" RUN_CPU="$cpu_model" RUN_COMMIT="$commit" \
-  RUN_BENCH="$bench" RUN_LOAD="$load_before (before), $load_after (after)" \
-  python3 - "$out/alloc.json" "$out/alloc.md.tmp" <<'EOF'
+bench_export_run_facts
+python3 - "$out/alloc.json" "$out/alloc.md.tmp" <<'EOF'
 import json
 import os
 import sys

@@ -9,48 +9,20 @@
 # STREAMS_BENCH defaults to bench/streams_bench of $MTIA_BUILD_DIR, else of build/,
 # else of the most recently built build*/ folder; IDLE_CPU to idle_cpu next to it.
 # MTIA_BENCH_RESULTS sets another output folder, MTIA_BENCH_ARGS adds arguments
-# to streams_bench (e.g. --benchmark_filter=launch). Results are reported, never
+# to streams_bench (e.g. --benchmark_filter=launch), MTIA_BENCH_COMMIT replaces
+# the commit line (bench/lib.sh). Results are reported, never
 # asserted: the exit status is 0 whatever the numbers, non-zero only when a
 # program fails.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
+bench_script=run_streams # names its messages
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-die() {
-  echo "run_streams: ERROR: $*" >&2
-  exit 1
-}
-
-find_bench() {
-  if [[ -n "${MTIA_BUILD_DIR:-}" ]]; then
-    echo "$MTIA_BUILD_DIR/bench/streams_bench"
-    return
-  fi
-  if [[ -x "$root/build/bench/streams_bench" ]]; then
-    echo "$root/build/bench/streams_bench"
-    return
-  fi
-  local newest="" candidate
-  for candidate in "$root"/build*/bench/streams_bench; do
-    [[ -x "$candidate" ]] || continue
-    if [[ -z "$newest" || "$candidate" -nt "$newest" ]]; then newest="$candidate"; fi
-  done
-  echo "$newest"
-}
-
-bench="${1:-$(find_bench)}"
-[[ -n "$bench" ]] || die "no streams_bench found under $root/build*/bench; build it or pass its path"
-[[ -x "$bench" ]] || die "$bench is not an executable"
+bench_setup streams_bench "${1:-}"
 idle="${2:-$(dirname "$bench")/idle_cpu}"
 [[ -x "$idle" ]] || die "$idle is not an executable"
 
-out="${MTIA_BENCH_RESULTS:-$here/results}"
-mkdir -p "$out"
-read -r -a extra <<<"${MTIA_BENCH_ARGS:-}"
-export MTIA_LOG_LEVEL="${MTIA_LOG_LEVEL:-warn}"
-
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "run_streams: $bench (load average $load_before)"
 "$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
   "${extra[@]}" >"$out/streams.json.tmp" || die "$bench failed (partial output in $out/streams.json.tmp)"
@@ -59,18 +31,9 @@ mv "$out/streams.json.tmp" "$out/streams.json"
 echo "run_streams: $idle"
 "$idle" --seconds=1 --repetitions=3 >"$out/idle_cpu.json.tmp" || die "$idle failed"
 mv "$out/idle_cpu.json.tmp" "$out/idle_cpu.json"
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-# The results folder is being rewritten by this run: it does not count as a local change.
-if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' 2>/dev/null || true)" ]]; then
-  commit="$commit (with local changes)"
-fi
-
-RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')" RUN_NPROC="$(nproc)" RUN_CPU="$cpu_model" RUN_COMMIT="$commit" \
-  RUN_BENCH="$bench" RUN_LOAD="$load_before (before), $load_after (after)" \
-  python3 - "$out/streams.json" "$out/idle_cpu.json" "$out/streams.md.tmp" <<'EOF'
+bench_export_run_facts
+python3 - "$out/streams.json" "$out/idle_cpu.json" "$out/streams.md.tmp" <<'EOF'
 import json
 import os
 import sys

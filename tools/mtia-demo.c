@@ -1,13 +1,17 @@
 /* The README's main job: a workload on the (simulated) device through the
  * public C ABI only. Lists devices, runs built-in kernels on two streams joined
- * by an event, times them with events, checks the numbers, prints the caching
+ * by events, times them with events, checks the numbers, captures the same
+ * work into a graph and replays it (same results, faster), prints the caching
  * allocator's statistics and shows what an out-of-memory report looks like.
  * Exit status 0 when every check passed. */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <mtia/mtia.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define CHECK(call)                                                                                  \
   do {                                                                                               \
@@ -36,21 +40,115 @@ static void list_devices(int count) {
   }
 }
 
-/* y = a*x + y, then sum(y), then C = A*B, all on device dev. Returns failures. */
+/* The workload: y = y0, y = a*x + y and sum(y) on one stream, C = A*B at the same time on a second,
+ * high-priority stream forked from the first and joined back into it by events. enqueue() runs it
+ * eagerly and, on a capturing stream, records it into a graph. */
+typedef struct Workload {
+  mtiaStream_t work, side;
+  mtiaEvent_t fork, side_done;
+  mtiaFunction_t copy, axpy, reduce, matmul;
+  float *dx, *dy, *dy0, *dsum, *da, *db, *dc;
+  float a;
+  uint64_t n, m, k, p;
+} Workload;
+
+static void enqueue(Workload* w) {
+  mtiaDim3 grid = {8, 1, 1}, one = {1, 1, 1}, block = {256, 1, 1};
+  void* copy_args[] = {&w->dy, &w->dy0, &w->n};
+  void* axpy_args[] = {&w->dy, &w->a, &w->dx, &w->n};
+  void* reduce_args[] = {&w->dsum, &w->dy, &w->n};
+  void* matmul_args[] = {&w->dc, &w->da, &w->db, &w->m, &w->p, &w->k};
+  CHECK(mtiaEventRecord(w->fork, w->work));
+  CHECK(mtiaStreamWaitEvent(w->side, w->fork, mtiaEventWaitDefault));
+  CHECK(mtiaLaunchKernel(w->copy, grid, block, copy_args, 0, w->work));
+  CHECK(mtiaLaunchKernel(w->axpy, grid, block, axpy_args, 0, w->work));
+  CHECK(mtiaLaunchKernel(w->reduce, one, block, reduce_args, 0, w->work));
+  CHECK(mtiaLaunchKernel(w->matmul, grid, block, matmul_args, 0, w->side));
+  CHECK(mtiaEventRecord(w->side_done, w->side));
+  CHECK(mtiaStreamWaitEvent(w->work, w->side_done, mtiaEventWaitDefault));
+}
+
+/* Copies the results (y, sum, C) to the host and waits for them. */
+static void read_results(const Workload* w, float* y, float* sum, float* c) {
+  CHECK(mtiaMemcpyAsync(y, w->dy, w->n * sizeof(float), mtiaMemcpyDeviceToHost, w->work));
+  CHECK(mtiaMemcpyAsync(sum, w->dsum, sizeof(float), mtiaMemcpyDeviceToHost, w->work));
+  CHECK(mtiaMemcpyAsync(c, w->dc, w->m * w->p * sizeof(float), mtiaMemcpyDeviceToHost, w->work));
+  CHECK(mtiaStreamSynchronize(w->work));
+}
+
+/* Wall time of runs runs of the workload, eager (graph NULL) or replayed, each followed by a
+ * synchronize. */
+static double time_runs(Workload* w, mtiaGraph_t graph, int runs) {
+  struct timespec t0, t1;
+  int i;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (i = 0; i < runs; ++i) {
+    if (graph)
+      CHECK(mtiaGraphReplay(graph, w->work));
+    else
+      enqueue(w);
+    CHECK(mtiaStreamSynchronize(w->work));
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+}
+
+/* Captures the workload into a graph, replays it with the outputs cleared, checks that the replay
+ * computes what the eager run did (y, sum, C), then times eager runs against replays (the best of a
+ * few rounds each, taken in turns, so that other work on the machine weighs on both alike).
+ * Returns failures. */
+static int replay_graph(int dev, Workload* w, const float* y, float sum, const float* c) {
+  enum { ROUNDS = 5, RUNS = 50 };
+  mtiaGraph_t graph;
+  mtiaMemPoolId_t pool = {0, 0}; /* a new private pool */
+  mtiaGraphInfo info = MTIA_GRAPH_INFO_INIT;
+  float* gy = malloc(w->n * sizeof(float));
+  float* gc = malloc(w->m * w->p * sizeof(float));
+  float gsum = 0.0f;
+  double eager_ms = 1e30, replay_ms = 1e30, t;
+  int round, same;
+
+  CHECK(mtiaGraphCreate(&graph, 0));
+  CHECK(mtiaGraphCaptureBegin(graph, w->work, pool, mtiaStreamCaptureModeGlobal));
+  enqueue(w);
+  CHECK(mtiaGraphCaptureEnd(graph)); /* and instantiates it */
+  CHECK(mtiaGraphGetInfo(graph, &info));
+
+  CHECK(mtiaMemsetAsync(w->dy, 0, w->n * sizeof(float), w->work));
+  CHECK(mtiaMemsetAsync(w->dsum, 0, sizeof(float), w->work));
+  CHECK(mtiaMemsetAsync(w->dc, 0, w->m * w->p * sizeof(float), w->work));
+  CHECK(mtiaGraphReplay(graph, w->work));
+  read_results(w, gy, &gsum, gc);
+  same = memcmp(gy, y, w->n * sizeof(float)) == 0 && memcmp(&gsum, &sum, sizeof(float)) == 0 &&
+         memcmp(gc, c, w->m * w->p * sizeof(float)) == 0;
+
+  for (round = 0; round < ROUNDS; ++round) {
+    if ((t = time_runs(w, NULL, RUNS)) < eager_ms) eager_ms = t;
+    if ((t = time_runs(w, graph, RUNS)) < replay_ms) replay_ms = t;
+  }
+  CHECK(mtiaGraphDestroy(graph));
+
+  printf("  device %d: the same work as a graph of %llu nodes: replay results %s; %d runs, each + synchronize "
+         "(best of %d): eager %.2f ms, replay %.2f ms, speed-up %.2fx\n",
+         dev, (unsigned long long)info.numNodes, same ? "equal the eager ones" : "DIFFER FROM THE EAGER ONES", RUNS,
+         ROUNDS, eager_ms, replay_ms, eager_ms / replay_ms);
+  free(gy);
+  free(gc);
+  return same ? 0 : 1;
+}
+
+/* The workload on device dev, eagerly (timed with events, checked against the host), then as a
+ * graph. Returns failures. */
 static int run_on(int dev) {
   enum { N = 1 << 16, M = 64, K = 48, P = 32 };
   float *hx = malloc(N * sizeof(float)), *hy = malloc(N * sizeof(float));
   float *ha = malloc(M * K * sizeof(float)), *hb = malloc(K * P * sizeof(float)), *hc = malloc(M * P * sizeof(float));
-  float *dx, *dy, *dsum, *da, *db, *dc;
-  float a = 2.5f, sum = 0.0f;
+  Workload w;
+  float sum = 0.0f;
   double expect_sum = 0.0;
-  uint64_t n = N, m = M, k = K, p = P;
-  mtiaFunction_t axpy, reduce, matmul;
-  mtiaStream_t work, side;
-  mtiaEvent_t start, end, side_done;
+  mtiaEvent_t start, end;
   float ms = 0.0f;
   int greatest = 0;
-  mtiaDim3 grid = {8, 1, 1}, one = {1, 1, 1}, block = {256, 1, 1};
   int i, j, l, failures = 0;
   size_t free_before, free_after, total;
 
@@ -63,54 +161,45 @@ static int run_on(int dev) {
   for (i = 0; i < M * K; ++i) ha[i] = (float)((i * 7) % 11) - 5.0f;
   for (i = 0; i < K * P; ++i) hb[i] = (float)((i * 5) % 9) * 0.5f;
 
-  CHECK(mtiaMalloc((void**)&dx, N * sizeof(float)));
-  CHECK(mtiaMalloc((void**)&dy, N * sizeof(float)));
-  CHECK(mtiaMalloc((void**)&dsum, sizeof(float)));
-  CHECK(mtiaMalloc((void**)&da, M * K * sizeof(float)));
-  CHECK(mtiaMalloc((void**)&db, K * P * sizeof(float)));
-  CHECK(mtiaMalloc((void**)&dc, M * P * sizeof(float)));
+  w.a = 2.5f;
+  w.n = N;
+  w.m = M;
+  w.k = K;
+  w.p = P;
+  CHECK(mtiaMalloc((void**)&w.dx, N * sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.dy, N * sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.dy0, N * sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.dsum, sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.da, M * K * sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.db, K * P * sizeof(float)));
+  CHECK(mtiaMalloc((void**)&w.dc, M * P * sizeof(float)));
   CHECK(mtiaMemGetInfo(&free_after, &total));
-  CHECK(mtiaMemcpy(dx, hx, N * sizeof(float), mtiaMemcpyHostToDevice));
-  CHECK(mtiaMemcpy(dy, hy, N * sizeof(float), mtiaMemcpyHostToDevice));
-  CHECK(mtiaMemcpy(da, ha, M * K * sizeof(float), mtiaMemcpyHostToDevice));
-  CHECK(mtiaMemcpy(db, hb, K * P * sizeof(float), mtiaMemcpyHostToDevice));
+  CHECK(mtiaMemcpy(w.dx, hx, N * sizeof(float), mtiaMemcpyHostToDevice));
+  CHECK(mtiaMemcpy(w.dy0, hy, N * sizeof(float), mtiaMemcpyHostToDevice));
+  CHECK(mtiaMemcpy(w.da, ha, M * K * sizeof(float), mtiaMemcpyHostToDevice));
+  CHECK(mtiaMemcpy(w.db, hb, K * P * sizeof(float), mtiaMemcpyHostToDevice));
 
-  CHECK(mtiaGetBuiltinFunction(&axpy, "axpy_f32"));
-  CHECK(mtiaGetBuiltinFunction(&reduce, "reduce_sum_f32"));
-  CHECK(mtiaGetBuiltinFunction(&matmul, "matmul_f32"));
-  /* Two streams: axpy and the sum on one, the matmul on a second, high-priority stream at the same
-   * time; an event joins the second back into the first before the results are copied out. */
+  CHECK(mtiaGetBuiltinFunction(&w.copy, "copy_f32"));
+  CHECK(mtiaGetBuiltinFunction(&w.axpy, "axpy_f32"));
+  CHECK(mtiaGetBuiltinFunction(&w.reduce, "reduce_sum_f32"));
+  CHECK(mtiaGetBuiltinFunction(&w.matmul, "matmul_f32"));
   CHECK(mtiaDeviceGetStreamPriorityRange(NULL, &greatest));
-  CHECK(mtiaStreamCreate(&work));
-  CHECK(mtiaStreamCreateWithPriority(&side, mtiaStreamNonBlocking, greatest));
+  CHECK(mtiaStreamCreate(&w.work));
+  CHECK(mtiaStreamCreateWithPriority(&w.side, mtiaStreamNonBlocking, greatest));
   CHECK(mtiaEventCreate(&start));
   CHECK(mtiaEventCreate(&end));
-  CHECK(mtiaEventCreateWithFlags(&side_done, mtiaEventDisableTiming));
-  {
-    void* axpy_args[] = {&dy, &a, &dx, &n};
-    void* reduce_args[] = {&dsum, &dy, &n};
-    void* matmul_args[] = {&dc, &da, &db, &m, &p, &k};
-    CHECK(mtiaEventRecord(start, work));
-    CHECK(mtiaLaunchKernel(axpy, grid, block, axpy_args, 0, work));
-    CHECK(mtiaLaunchKernel(reduce, one, block, reduce_args, 0, work));
-    CHECK(mtiaLaunchKernel(matmul, grid, block, matmul_args, 0, side));
-    CHECK(mtiaEventRecord(side_done, side));
-    CHECK(mtiaStreamWaitEvent(work, side_done, mtiaEventWaitDefault));
-    CHECK(mtiaEventRecord(end, work));
-  }
-  CHECK(mtiaMemcpyAsync(hy, dy, N * sizeof(float), mtiaMemcpyDeviceToHost, work));
-  CHECK(mtiaMemcpyAsync(&sum, dsum, sizeof(float), mtiaMemcpyDeviceToHost, work));
-  CHECK(mtiaMemcpyAsync(hc, dc, M * P * sizeof(float), mtiaMemcpyDeviceToHost, work));
-  CHECK(mtiaStreamSynchronize(work));
+  CHECK(mtiaEventCreateWithFlags(&w.fork, mtiaEventDisableTiming));
+  CHECK(mtiaEventCreateWithFlags(&w.side_done, mtiaEventDisableTiming));
+  CHECK(mtiaEventRecord(start, w.work));
+  enqueue(&w);
+  CHECK(mtiaEventRecord(end, w.work));
+  read_results(&w, hy, &sum, hc);
   CHECK(mtiaEventElapsedTime(&ms, start, end));
   CHECK(mtiaEventDestroy(start));
   CHECK(mtiaEventDestroy(end));
-  CHECK(mtiaEventDestroy(side_done));
-  CHECK(mtiaStreamDestroy(side));
-  CHECK(mtiaStreamDestroy(work));
 
   for (i = 0; i < N; ++i) {
-    float want = a * ((float)(i % 97) * 0.25f) + ((float)(i % 13) - 6.0f);
+    float want = w.a * ((float)(i % 97) * 0.25f) + ((float)(i % 13) - 6.0f);
     if (!near(hy[i], want)) ++failures;
     expect_sum += want;
   }
@@ -125,12 +214,19 @@ static int run_on(int dev) {
   printf("  device %d: axpy over %d floats, sum = %.1f (expected %.1f) | %dx%d matmul on a second stream: %s; "
          "%.3f ms on the device; %zu bytes in use\n",
          dev, N, (double)sum, expect_sum, M, P, failures ? "WRONG" : "ok", (double)ms, free_before - free_after);
-  CHECK(mtiaFree(dx));
-  CHECK(mtiaFree(dy));
-  CHECK(mtiaFree(dsum));
-  CHECK(mtiaFree(da));
-  CHECK(mtiaFree(db));
-  CHECK(mtiaFree(dc));
+  failures += replay_graph(dev, &w, hy, sum, hc);
+
+  CHECK(mtiaEventDestroy(w.fork));
+  CHECK(mtiaEventDestroy(w.side_done));
+  CHECK(mtiaStreamDestroy(w.side));
+  CHECK(mtiaStreamDestroy(w.work));
+  CHECK(mtiaFree(w.dx));
+  CHECK(mtiaFree(w.dy));
+  CHECK(mtiaFree(w.dy0));
+  CHECK(mtiaFree(w.dsum));
+  CHECK(mtiaFree(w.da));
+  CHECK(mtiaFree(w.db));
+  CHECK(mtiaFree(w.dc));
   free(hx);
   free(hy);
   free(ha);

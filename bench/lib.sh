@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# Shared by bench/run_*.sh: finding the benchmark program, the output folder and the facts about
+# the run that every report states. Set bench_script (the name used in messages) before sourcing;
+# `here` and `root` are set to bench/ and the repository root.
+#
+# Environment: MTIA_BUILD_DIR (where to look for the program first), MTIA_BENCH_RESULTS (another
+# output folder), MTIA_BENCH_ARGS (more arguments for the program), MTIA_BENCH_COMMIT (replaces
+# the commit line, e.g. when the binary was built from a clean export rather than this checkout).
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+
+die() {
+  echo "${bench_script:-bench}: ERROR: $*" >&2
+  exit 1
+}
+
+# bench_find NAME: bench/NAME of $MTIA_BUILD_DIR, else of build/, else of the most recently built
+# build*/ folder; empty when there is none.
+bench_find() {
+  local name="$1"
+  if [[ -n "${MTIA_BUILD_DIR:-}" ]]; then
+    echo "$MTIA_BUILD_DIR/bench/$name"
+    return
+  fi
+  if [[ -x "$root/build/bench/$name" ]]; then
+    echo "$root/build/bench/$name"
+    return
+  fi
+  local newest="" candidate
+  for candidate in "$root"/build*/bench/"$name"; do
+    [[ -x "$candidate" ]] || continue
+    if [[ -z "$newest" || "$candidate" -nt "$newest" ]]; then newest="$candidate"; fi
+  done
+  echo "$newest"
+}
+
+# bench_setup NAME [PATH]: sets bench (PATH, else bench_find NAME; it must be executable), out (the
+# output folder, created), extra (MTIA_BENCH_ARGS as an array) and load_before; MTIA_LOG_LEVEL
+# defaults to warn.
+bench_setup() {
+  local name="$1"
+  bench="${2:-$(bench_find "$name")}"
+  [[ -n "$bench" ]] || die "no $name found under $root/build*/bench; build it or pass its path"
+  [[ -x "$bench" ]] || die "$bench is not an executable"
+  out="${MTIA_BENCH_RESULTS:-$here/results}"
+  mkdir -p "$out"
+  # shellcheck disable=SC2034 # for the script that sourced this
+  read -r -a extra <<<"${MTIA_BENCH_ARGS:-}"
+  export MTIA_LOG_LEVEL="${MTIA_LOG_LEVEL:-warn}"
+  load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# bench_export_run_facts: exports RUN_DATE, RUN_NPROC, RUN_CPU, RUN_COMMIT, RUN_BENCH and RUN_LOAD
+# (before and after: call it when the programs are done) for the report writer.
+bench_export_run_facts() {
+  local load_after commit
+  load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+  commit="${MTIA_BENCH_COMMIT:-}"
+  if [[ -z "$commit" ]]; then
+    commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    # The results folder is being rewritten by this run: it does not count as a local change.
+    if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' 2>/dev/null || true)" ]]; then
+      commit="$commit (with local changes)"
+    fi
+  fi
+  export RUN_DATE RUN_NPROC RUN_CPU RUN_COMMIT RUN_BENCH RUN_LOAD
+  RUN_DATE="$(date -u '+%Y-%m-%d %H:%M UTC')"
+  RUN_NPROC="$(nproc)"
+  RUN_CPU="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
+  RUN_COMMIT="$commit"
+  RUN_BENCH="$bench"
+  RUN_LOAD="$load_before (before), $load_after (after)"
+}
