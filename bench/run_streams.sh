@@ -53,6 +53,9 @@ WORKLOADS = [
     ("hostfunc_latency_cold", "host function: enqueue until it runs, after 1 ms idle", None, None),
 ]
 
+# Command lists (driver ABI 1.2): N empty kernels as one list vs N single submits, at the driver ABI.
+REPLAY_SIZES = [1, 10, 100, 1000]
+
 # Not workloads: they split the workloads' time into parts (streams_bench.cpp, "Diagnostics").
 DIAGNOSTICS = [
     ("diag_enqueue_blocked", "launch enqueue alone (the stream's engine held, nothing reads the queue)"),
@@ -152,6 +155,20 @@ for key, title in DIAGNOSTICS:
     base = medians.get(key + "/baseline")
     ratio = f"{base / ours:.1f}x" if ours and base else "n/a"
     lines.append(f"| {title} | {fmt_ns(key + '/ours')} | {fmt_ns(key + '/baseline')} | {ratio} |")
+lines += [
+    "",
+    "Command lists (driver ABI 1.2; per kernel, N empty kernels submitted, then a wait for the last, at the",
+    "driver ABI on the simulated driver loaded as a module):",
+    "",
+    "| N | one list of N | N single submits | single/list |",
+    "|---:|---:|---:|---:|",
+]
+for n in REPLAY_SIZES:
+    key = f"driver_replay_{n}"
+    lst = medians.get(key + "/list")
+    single = medians.get(key + "/single")
+    ratio = f"{single / lst:.1f}x" if lst and single else "n/a"
+    lines.append(f"| {n} | {fmt_ns(key + '/list')} | {fmt_ns(key + '/single')} | {ratio} |")
 lines.append("")
 lines.append(f"Idle CPU samples (% of one core): ours {idle['ours']['samples']}, "
              f"baseline {idle['baseline']['samples']}.")

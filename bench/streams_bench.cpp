@@ -11,17 +11,26 @@
 //
 // A failing runtime call skips the benchmark with the call's message and makes
 // the program exit with status 1, so the smoke test notices broken benchmarks.
+//
+// driver_replay_N/{list,single} go one level down, to the driver ABI: N empty
+// kernels as one command list (driver ABI 1.2, what a graph replay submits)
+// next to N single submissions, on the simulated driver loaded as a module.
 #include "baseline/cv_stream.hpp"
 
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <mtia/mtia.h>
+#include <mtia/mtia_driver.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -386,6 +395,100 @@ void diagEventQueryBaseline(benchmark::State& state) {
   reportPerOp(state, start, 1);
 }
 
+// ---- 5. Driver ABI 1.2: a replay of N empty kernels as one command list vs N single submits -------
+// Through the public driver ABI on the simulated driver loaded as a module (mtia_driver_sim.so, an
+// instance of its own next to the runtime's built-in one; MTIA_BENCH_SIM_DRIVER overrides the path).
+// One iteration: submit, then wait (spinning) for the last command. ns_per_op: per kernel.
+
+#ifndef MTIA_BENCH_SIM_DRIVER
+#define MTIA_BENCH_SIM_DRIVER "mtia_driver_sim.so"
+#endif
+
+struct SimDriver {
+  mtiaDriverOps ops{};
+  std::string error;  // why the driver cannot be used; empty when it can
+};
+
+const SimDriver& simDriver() {
+  static const SimDriver driver = [] {
+    SimDriver d;
+    const char* path = std::getenv("MTIA_BENCH_SIM_DRIVER");
+    if (path == nullptr || *path == '\0') path = MTIA_BENCH_SIM_DRIVER;
+    void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);  // its engines live for the process
+    void* sym = handle != nullptr ? dlsym(handle, MTIA_DRIVER_GET_OPS_SYMBOL) : nullptr;
+    if (sym == nullptr) {
+      const char* why = dlerror();
+      d.error = std::string("cannot load ") + path + ": " + (why != nullptr ? why : "no " MTIA_DRIVER_GET_OPS_SYMBOL);
+      return d;
+    }
+    mtiaDriverGetOpsFn getOps = nullptr;
+    std::memcpy(&getOps, &sym, sizeof(getOps));
+    d.ops.structSize = sizeof(d.ops);
+    if (getOps(MTIA_DRIVER_API_VERSION, &d.ops) != mtiaSuccess || d.ops.init(0) != mtiaSuccess) {
+      d.error = std::string(path) + " refused driver ABI 1.2 or failed to initialise";
+    } else if (d.ops.structSize < sizeof(d.ops) || d.ops.commandListCreate == nullptr) {
+      d.error = std::string(path) + " has no command lists";
+    }
+    return d;
+  }();
+  return driver;
+}
+
+bool driverOk(benchmark::State& state, const mtiaDriverOps& d, mtiaError_t status, const char* call) {
+  if (status == mtiaSuccess) return true;
+  gFailed.store(true);
+  const std::string message =
+      std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + d.lastErrorMessage();
+  std::fprintf(stderr, "streams_bench: %s\n", message.c_str());
+  state.SkipWithError(message.c_str());
+  return false;
+}
+#define DRV_OK(state, d, call) driverOk((state), (d), (d).call, #call)
+
+void driverReplay(benchmark::State& state, bool asList) {
+  const int64_t n = state.range(0);
+  const SimDriver& sim = simDriver();
+  if (!sim.error.empty()) {
+    gFailed.store(true);
+    std::fprintf(stderr, "streams_bench: %s\n", sim.error.c_str());
+    state.SkipWithError(sim.error.c_str());
+    return;
+  }
+  const mtiaDriverOps& d = sim.ops;
+  mtiaDrvQueue q = nullptr;
+  mtiaDrvKernel noop = nullptr;
+  if (!DRV_OK(state, d, queueCreate(0, 0, 0, &q))) return;
+  mtiaDrvCommandList list = nullptr;
+  mtiaDrvCommand kernel{};
+  kernel.type = mtiaDrvCmdKernel;
+  kernel.u.kernel.grid = kOne;
+  kernel.u.kernel.block = kOne;
+  mtiaDrvCommand run{};
+  run.type = mtiaDrvCmdList;
+  if (DRV_OK(state, d, moduleGetKernel(nullptr, "noop", &noop))) {
+    kernel.u.kernel.kernel = noop;
+    const std::vector<mtiaDrvCommand> cmds(static_cast<size_t>(n), kernel);
+    if (!asList || DRV_OK(state, d, commandListCreate(0, cmds.data(), cmds.size(), &list))) {
+      run.u.list.list = list;
+      const auto start = Clock::now();
+      for (auto _ : state) {
+        uint64_t seq = 0;
+        mtiaError_t st = mtiaSuccess;
+        if (asList) {
+          st = d.queueSubmit(q, &run, &seq);
+        } else {
+          for (int64_t i = 0; i < n && st == mtiaSuccess; ++i) st = d.queueSubmit(q, &kernel, &seq);
+        }
+        if (!driverOk(state, d, st, "queueSubmit") || !DRV_OK(state, d, queueWait(q, seq, MTIA_DRV_WAIT_SPIN)))
+          break;
+      }
+      reportPerOp(state, start, n);
+    }
+  }
+  if (list != nullptr) d.commandListDestroy(list);
+  d.queueDestroy(q);
+}
+
 void registerAll() {
   using benchmark::RegisterBenchmark;
   RegisterBenchmark("launch_noop/ours", launchNoopOurs)->Arg(kLaunchBatch)->UseRealTime();
@@ -400,6 +503,12 @@ void registerAll() {
 
   RegisterBenchmark("pingpong/ours", pingPongOurs)->Arg(kPingPongBatch)->UseRealTime();
   RegisterBenchmark("pingpong/baseline", pingPongBaseline)->Arg(kPingPongBatch)->UseRealTime();
+
+  for (const int64_t n : {1, 10, 100, 1000}) {
+    const std::string workload = "driver_replay_" + std::to_string(n);
+    RegisterBenchmark((workload + "/list").c_str(), driverReplay, true)->Arg(n)->UseRealTime();
+    RegisterBenchmark((workload + "/single").c_str(), driverReplay, false)->Arg(n)->UseRealTime();
+  }
 
   RegisterBenchmark("hostfunc_sync/ours", hostFuncSyncOurs)->UseRealTime();
   RegisterBenchmark("hostfunc_sync/baseline", hostFuncSyncBaseline)->UseRealTime();
