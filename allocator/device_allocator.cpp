@@ -3,6 +3,8 @@
 #include "runtime/core/error.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <new>
 
 namespace mtia::allocator {
 
@@ -15,6 +17,7 @@ DeviceAllocator::DeviceAllocator(const driver::Driver& driver, int device, int32
 }
 
 DeviceAllocator::~DeviceAllocator() {
+  memory_.release(held_);
   for (auto& [base, seg] : segments_) {
     if (seg->expandable) {
       for (size_t i = 0; i < seg->chunks.size(); ++i)
@@ -138,6 +141,11 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
   if (!allowedToGrow(size)) return nullptr;
   mtiaDrvMem mem = nullptr;
   uintptr_t va = 0;
+  // What a failed attempt leaves over goes back through giveBack, which a capture makes keep it; a
+  // reservation an earlier attempt of the capture kept is used again.
+  Leftovers left;
+  left.ranges.reserve(1);
+  if (const uintptr_t kept = held_.takeRange(size); kept != 0) left.ranges.emplace_back(kept, size);
   if (config_.releaseLockOnDeviceMalloc) {
     // Other threads may use the cache while the driver works. A private pool this request goes to is
     // pinned meanwhile: a concurrent release must not forget it under us.
@@ -149,19 +157,26 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
     };
     lock.unlock();
     try {
-      va = memory_.allocate(size, &mem);
+      va = memory_.allocate(size, &mem, &left);
     } catch (...) {
       lock.lock();
       unpin();
+      giveBack(left);
       throw;
     }
     lock.lock();
     unpin();
   } else {
-    va = memory_.allocate(size, &mem);
+    try {
+      va = memory_.allocate(size, &mem, &left);
+    } catch (...) {
+      giveBack(left);
+      throw;
+    }
   }
   if (va == 0) {
     driverRefusal_ = memory_.why();
+    giveBack(left);
     return nullptr;
   }
   std::unique_ptr<Segment> seg;
@@ -172,7 +187,7 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
     segments_.emplace(va, seg.get());
   } catch (...) {
     if (b != nullptr) pool.destroyBlock(b);
-    memory_.release(va, size, mem);
+    memory_.release(va, size, mem);  // out of host memory: see the class comment
     throw;
   }
   seg->base = va;
@@ -257,24 +272,61 @@ void DeviceAllocator::free(void* ptr) {
   stats_.allocatedBytes.decrease(kind, static_cast<int64_t>(b->size));
   stats_.requestedBytes.decrease(kind, static_cast<int64_t>(b->requested));
   if (b->size >= config_.maxSplitSize) stats_.oversizeAllocations.decrease(1);
-  if (Segment* seg = b->segment; seg->streamRef)
-    seg->lastFreeSeq = std::max(seg->lastFreeSeq, seg->streamRef->lastSubmitted());
+  if (Segment* seg = b->segment; seg->streamRef) stampFree(*seg);
   if (b->streamUses.empty()) {
     freeBlock(b);
-  } else if (capturing()) {
-    // Other streams' progress cannot be queried during a capture (PyTorch defers these the same way).
-    freedDuringCapture_.push_back(b);
-  } else {
-    deferUntilUsesDone(b);
+  } else if (capturing() || !deferUntilUsesDone(b)) {
+    // Other streams' progress cannot be queried during a capture (PyTorch defers these the same way),
+    // or the driver could not say: asked again when the capture ends or at the next allocation.
+    deferredFrees_.push_back(b);
   }
 }
 
-void DeviceAllocator::deferUntilUsesDone(Block* b) {
-  for (auto& s : b->streamUses) {
-    pending_.push_back({s, s->lastSubmitted(), b});
-    ++b->pendingUses;
+void DeviceAllocator::stampFree(Segment& seg) {
+  if (capturing()) {
+    seg.stampPending = true;
+    return;
   }
+  try {
+    seg.lastFreeSeq = std::max(seg.lastFreeSeq, seg.streamRef->lastSubmitted());
+    seg.stampPending = false;  // this number is at least the one put off
+  } catch (const Error&) {
+    seg.stampPending = true;
+  }
+}
+
+bool DeviceAllocator::deferUntilUsesDone(Block* b) {
+  pending_.reserve(pending_.size() + b->streamUses.size());
+  const size_t before = pending_.size();
+  try {
+    for (auto& s : b->streamUses) pending_.push_back({s, s->lastSubmitted(), b});
+  } catch (const Error&) {
+    pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(before), pending_.end());
+    return false;
+  }
+  b->pendingUses += static_cast<int>(b->streamUses.size());
   b->streamUses.clear();
+  return true;
+}
+
+void DeviceAllocator::retryDeferredFrees() {
+  while (!deferredFrees_.empty()) {
+    if (!deferUntilUsesDone(deferredFrees_.back())) return;
+    deferredFrees_.pop_back();
+  }
+}
+
+void DeviceAllocator::giveBack(Leftovers& left) {
+  if (left.empty()) return;
+  if (capturing()) {
+    try {
+      held_.absorb(left);
+      return;
+    } catch (const std::bad_alloc&) {
+      // out of host memory: given back after all
+    }
+  }
+  memory_.release(left);
 }
 
 void DeviceAllocator::freeBlock(Block* b) {
@@ -401,14 +453,18 @@ void DeviceAllocator::beginAllocateToPool(PoolId id, const streams::Stream* filt
     if (sid != 0 && r.stream == sid)
       fail(mtiaErrorIllegalState, "filter stream {} already allocates to pool {{{}, {}}} on device {}", sid,
            r.pool.first, r.pool.second, device_);
+  // Everything that can throw comes first, so a failure leaves no pool without its route (nor a null
+  // entry in pools_).
   routes_.reserve(routes_.size() + 1);
-  auto& pool = pools_[id];
-  if (!pool) {
-    pool = std::make_unique<PrivatePool>(id);
+  auto it = pools_.find(id);
+  if (it == pools_.end()) {
+    auto fresh = std::make_unique<PrivatePool>(id);
+    pools_.emplace(id, std::move(fresh));
   } else {
     // A released pool that comes back keeps its memory: take its segments off the release list.
+    PrivatePool* pool = it->second.get();
     ++pool->users;
-    std::erase_if(releasable_, [&](Segment* s) { return s->owner == pool.get(); });
+    std::erase_if(releasable_, [&](Segment* s) { return s->owner == pool; });
   }
   routes_.push_back({id, sid, std::this_thread::get_id()});
   if (sid != 0) ++streamRoutes_;
@@ -417,6 +473,7 @@ void DeviceAllocator::beginAllocateToPool(PoolId id, const streams::Stream* filt
 void DeviceAllocator::endAllocateToPool(PoolId id) {
   std::lock_guard<FutexMutex> lock(mu_);
   const auto me = std::this_thread::get_id();
+  const bool wasCapturing = capturing();
   size_t ended = 0;
   std::erase_if(routes_, [&](const Route& r) {
     if (!(r.pool == id) || (r.stream == 0 && r.thread != me)) return false;
@@ -427,12 +484,29 @@ void DeviceAllocator::endAllocateToPool(PoolId id) {
   if (ended == 0)
     fail(mtiaErrorNotFound, "no allocations on device {} are routed to pool {{{}, {}}} from this thread", device_,
          id.first, id.second);
-  if (!capturing()) {
-    for (Block* b : freedDuringCapture_) deferUntilUsesDone(b);
-    freedDuringCapture_.clear();
-    releaseReadyPoolSegments(false);
+  // The routes are gone whatever happens next: a driver failure below leaves the work for later
+  // (processEvents, emptyCache) rather than failing the call.
+  try {
+    if (wasCapturing && !capturing())
+      captureEnded();
+    else if (!capturing())
+      releaseReadyPoolSegments(false);
+  } catch (const Error&) {
   }
   if (auto it = pools_.find(id); it != pools_.end()) forgetPoolIfUnused(it->second.get());
+}
+
+void DeviceAllocator::captureEnded() {
+  memory_.release(held_);
+  for (auto& [base, seg] : segments_)
+    if (seg->stampPending) stampFree(*seg);
+  retryDeferredFrees();
+  // Growth that failed during the capture kept the segments it reserved; those it never mapped go.
+  std::vector<Segment*> unmapped;
+  for (auto& [base, seg] : segments_)
+    if (seg->expandable && seg->mappedBytes == 0 && segmentIdle(*seg)) unmapped.push_back(seg);
+  for (Segment* seg : unmapped) releaseSegment(seg);
+  releaseReadyPoolSegments(false);
 }
 
 void DeviceAllocator::routeStreamToPool(PoolId id, const streams::Stream& stream) {
@@ -454,6 +528,22 @@ bool DeviceAllocator::poolInUse(PoolId id) const {
   std::lock_guard<FutexMutex> lock(mu_);
   auto it = pools_.find(id);
   return it != pools_.end() && it->second->users > 0;
+}
+
+bool DeviceAllocator::poolOwns(PoolId id, const void* ptr, size_t bytes) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<FutexMutex> lock(mu_);
+  auto s = segments_.upper_bound(p);
+  if (s == segments_.begin()) return false;
+  const Segment& seg = *std::prev(s)->second;
+  if (seg.owner == nullptr || !(seg.owner->id == id) || !seg.contains(p)) return false;
+  const size_t offset = p - seg.base;
+  if (bytes > seg.size - offset) return false;
+  if (!seg.expandable) return true;
+  const size_t last = bytes == 0 ? offset : offset + bytes - 1;
+  for (size_t i = offset / seg.chunkSize; i <= last / seg.chunkSize; ++i)
+    if (seg.chunks[i] == nullptr) return false;
+  return true;
 }
 
 void DeviceAllocator::releasePool(PoolId id) {

@@ -19,6 +19,43 @@
 //
 // One mutex per device guards everything here. Observers and free-memory
 // callbacks run with it released.
+//
+// Graph capture (a stream route exists: beginAllocateToPool with a stream
+// filter, or routeStreamToPool; capturing()): the allocator then asks no
+// stream anything (lastSubmitted, completed, idle, query, wait, waitFor) and
+// gives nothing back to the device (unmap, memory release, address
+// release, device synchronize), whatever is called: a device call of that
+// kind inside a capture would fail it or wait on work that never comes
+// (pytorch/pytorch#55860). Where the calls are, and what they do instead
+// while capturing:
+//   - allocate: processPending (queries, frees) and garbage collection are
+//     skipped; the out-of-memory ladder runs only the free-memory callbacks
+//     and the first device allocation: releaseOversize, waitForPendingUses,
+//     releaseCached and the idle-stream reclaims (reclaimWholeSegments,
+//     reclaimHoles) are skipped, and the request fails with
+//     MemoryAllocation and the usual report when nothing cached fits. What a
+//     failed device allocation got and could not use (a reservation, an
+//     expandable segment's chunks, the new segment itself) is kept, not
+//     given back: reservations in held_ until the capture ends, mapped
+//     chunks and segments as cached memory.
+//   - free: a private pool's segment reads its stream's lastSubmitted to
+//     know when the block's work is done; during a capture it is marked
+//     stampPending and read when the capture ends (a later, larger number:
+//     conservative). A block other streams used (recordStream) waits in
+//     deferredFrees_ instead of asking them how far they are. A released
+//     pool's segment that falls idle joins releasable_.
+//   - recordStream, find, stats, setConfig, setMemoryFraction,
+//     beginAllocateToPool, routeStreamToPool, poolInUse, poolOwns: never
+//     query or free.
+//   - releasePool: its idle segments join releasable_ (no waiting);
+//     endAllocateToPool: frees nothing while another stream route remains.
+//   - emptyCache: throws IllegalState before doing anything.
+// When the last stream route ends (endAllocateToPool), the put-off work runs:
+// stamps, deferred frees, held_ reservations, segments of released pools
+// whose work is done, expandable segments the capture reserved but never
+// mapped. The one exception: where the host itself runs out of memory
+// (std::bad_alloc) while device memory is to be kept or a new segment set
+// up, that device memory goes back at once.
 #pragma once
 
 #include "allocator/address_map.hpp"
@@ -102,10 +139,14 @@ class DeviceAllocator {
   void endAllocateToPool(PoolId id);
   void releasePool(PoolId id);
   // A stream route to the existing pool id that adds no user (streams joining a graph capture); ended
-  // by endAllocateToPool(id). Throws NotFound (no such pool), IllegalState (stream already routed).
+  // by endAllocateToPool(id), with the pool's other stream routes. Throws NotFound (no such pool; a
+  // released pool still holding segments exists), IllegalState (stream already routed). Thread-safe.
   void routeStreamToPool(PoolId id, const streams::Stream& stream);
   // Whether pool id exists and has users. Thread-safe.
   bool poolInUse(PoolId id) const;
+  // Whether [ptr, ptr + bytes) lies inside one segment of private pool id (live or cached blocks
+  // alike; for an expandable segment, inside its mapped chunks). bytes 0: whether ptr does. Thread-safe.
+  bool poolOwns(PoolId id, const void* ptr, size_t bytes) const;
 
  private:
   struct PendingUse {
@@ -132,7 +173,16 @@ class DeviceAllocator {
   void serve(Block* b, size_t rounded, size_t requested);
   void cache(Block* b);
   void freeBlock(Block* b);
-  void deferUntilUsesDone(Block* b);
+  // Queues b's waits for the streams that used it; false (nothing changed) when the driver cannot say
+  // how far one of them is.
+  bool deferUntilUsesDone(Block* b);
+  void retryDeferredFrees();
+  // Records the free of a block of seg (a private pool's) against its stream, or leaves stampPending.
+  void stampFree(Segment& seg);
+  // Driver memory nothing uses: back to the device now, or kept in held_ while capturing.
+  void giveBack(Leftovers& left);
+  // The last stream route ended: what the capture put off happens now.
+  void captureEnded();
   bool capturing() const { return streamRoutes_ > 0; }
   // PyTorch's garbage collection runs only with a memory fraction and a threshold set.
   bool collectsGarbage() const { return fractionSet_ && config_.garbageCollectionThreshold > 0.0; }
@@ -158,7 +208,7 @@ class DeviceAllocator {
   // --- giving memory back (device_allocator_release.cpp)
   // Cheap when nothing waits (every allocation calls it).
   void processEvents() {
-    if (!pending_.empty() || !releasable_.empty()) processPending();
+    if (!pending_.empty() || !releasable_.empty() || !deferredFrees_.empty()) processPending();
   }
   void processPending();
   void waitForPendingUses();
@@ -168,6 +218,8 @@ class DeviceAllocator {
   // device's sticky fault, if any (freed all the same).
   mtiaError_t releaseCached();
   void releaseSegmentIfIdle(Segment* seg);
+  // Whether the work of seg's stream that may touch it is done (true for the default pools' segments).
+  bool segmentWorkDone(Segment& seg);
   void releaseSegment(Segment* seg);
   bool segmentIdle(const Segment& seg) const;
   void collectGarbage();
@@ -179,6 +231,8 @@ class DeviceAllocator {
   void reclaimHoles(BlockPool& pool, streams::Stream& stream, size_t rounded);
   Segment* newExpandableSegment(BlockPool& pool, streams::Stream& stream, size_t rounded);
   Block* mapRun(Segment* seg, Block* start, size_t rounded);
+  Block* joinMapped(Segment* seg, Block* start, uintptr_t end);
+  void undoPartialMap(Segment* seg, Block* start, const std::vector<size_t>& toMap, size_t mapped);
   void shrinkExpandable(Segment* seg);
   void coalesceUnmapped(Block* b);
 
@@ -198,7 +252,10 @@ class DeviceAllocator {
   AddressMap live_;                             // allocated blocks by address
   std::map<uintptr_t, Segment*> segments_;      // by base address
   std::vector<PendingUse> pending_;             // frees waiting for other streams
-  std::vector<Block*> freedDuringCapture_;      // frees with other streams' uses, deferred to the capture's end
+  // Frees with other streams' uses that could not ask those streams yet (a capture was underway, or the
+  // driver failed): asked when the capture ends, or at the next allocation.
+  std::vector<Block*> deferredFrees_;
+  Leftovers held_;  // what failed device allocations left during a capture, given back when it ends
   std::unordered_map<PoolId, std::unique_ptr<PrivatePool>, PoolIdHash> pools_;
   std::vector<Route> routes_;
   int streamRoutes_ = 0;

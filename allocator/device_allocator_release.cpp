@@ -11,6 +11,7 @@
 namespace mtia::allocator {
 
 void DeviceAllocator::processPending() {
+  if (!deferredFrees_.empty()) retryDeferredFrees();
   if (!pending_.empty()) {
     std::vector<Block*> done;
     std::erase_if(pending_, [&](PendingUse& u) {
@@ -25,6 +26,7 @@ void DeviceAllocator::processPending() {
 
 void DeviceAllocator::waitForPendingUses() {
   ++stats_.numSyncAllStreams;
+  retryDeferredFrees();
   std::vector<PendingUse> pending;
   pending.swap(pending_);
   for (PendingUse& u : pending) {
@@ -47,19 +49,26 @@ bool DeviceAllocator::segmentIdle(const Segment& seg) const {
 
 void DeviceAllocator::releaseSegmentIfIdle(Segment* seg) {
   if (!segmentIdle(*seg)) return;
-  if (capturing() || (seg->streamRef && !seg->streamRef->completed(seg->lastFreeSeq))) {
+  if (capturing() || !segmentWorkDone(*seg)) {  // capturing first: nothing is asked then
     if (std::find(releasable_.begin(), releasable_.end(), seg) == releasable_.end()) releasable_.push_back(seg);
     return;
   }
   releaseSegment(seg);
 }
 
+bool DeviceAllocator::segmentWorkDone(Segment& seg) {
+  if (!seg.streamRef) return true;
+  if (seg.stampPending) stampFree(seg);
+  return !seg.stampPending && seg.streamRef->completed(seg.lastFreeSeq);
+}
+
 void DeviceAllocator::releaseReadyPoolSegments(bool wait) {
   const std::vector<Segment*> candidates = releasable_;
   for (Segment* seg : candidates) {
     if (!segmentIdle(*seg)) continue;
-    if (seg->streamRef && !seg->streamRef->completed(seg->lastFreeSeq)) {
-      if (!wait) continue;
+    if (!segmentWorkDone(*seg)) {
+      // Unstamped: the driver cannot say how far the stream is; emptyCache synchronizes the device.
+      if (!wait || seg->stampPending) continue;
       try {
         seg->streamRef->wait(seg->lastFreeSeq);
       } catch (const Error&) {
@@ -266,6 +275,9 @@ std::string DeviceAllocator::outOfMemoryMessage(size_t size, size_t rounded, uin
   else
     m += "The device is exhausted: free memory or allocate less.";
   if (!driverRefusal_.empty()) m += fmt::format(" (The driver said: {})", driverRefusal_);
+  if (capturing())
+    m += " A capture is underway on this device (allocations routed to a private pool by stream), so no cached "
+         "memory was given back to make room.";
   return m;
 }
 

@@ -10,8 +10,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mtia::allocator {
+
+// What the driver gave to calls that then could not use it (the physical memory ran out after the
+// addresses were reserved, say), kept instead of given back while nothing may be freed to the device
+// (a graph capture is underway); DriverMemory::release(Leftovers&) gives it back later.
+struct Leftovers {
+  std::vector<std::pair<uintptr_t, size_t>> ranges;  // reservations with nothing mapped
+  std::vector<mtiaDrvMem> mems;                       // physical allocations mapped nowhere
+
+  bool empty() const noexcept { return ranges.empty() && mems.empty(); }
+  // Takes a kept reservation of exactly size bytes out (0: none).
+  uintptr_t takeRange(size_t size) noexcept;
+  // Moves everything of other here. Throws std::bad_alloc (both unchanged).
+  void absorb(Leftovers& other);
+};
 
 class DriverMemory {
  public:
@@ -22,15 +38,20 @@ class DriverMemory {
   // size bytes (a multiple of the granularity) reserved, created and mapped: the physical allocation
   // in *mem and the address returned, or 0 when the device is out of memory or addresses (why() says
   // which). Throws Error for other driver failures. Thread-safe; blocks in the driver.
-  uintptr_t allocate(size_t size, mtiaDrvMem* mem);
+  // keep: when not null, a reservation of size bytes kept there is used instead of a new one, and what
+  // a failure (0 or Error) leaves over goes there instead of back to the driver.
+  uintptr_t allocate(size_t size, mtiaDrvMem* mem, Leftovers* keep = nullptr);
   // Gives back what allocate() returned. Never throws: failures are logged.
   void release(uintptr_t va, size_t size, mtiaDrvMem mem) noexcept;
+  // Gives back everything kept in leftovers and empties it. Never throws: failures are logged.
+  void release(Leftovers& leftovers) noexcept;
 
   // Addresses only (expandable segments): 0 when none are left. Throws Error otherwise.
   uintptr_t reserve(size_t size);
   void unreserve(uintptr_t va, size_t size) noexcept;
-  // New physical memory mapped at va (inside a reservation): null when out of memory.
-  mtiaDrvMem map(uintptr_t va, size_t size);
+  // New physical memory mapped at va (inside a reservation): null when out of memory. keep: as for
+  // allocate() (physical memory created but not mapped goes there).
+  mtiaDrvMem map(uintptr_t va, size_t size, Leftovers* keep = nullptr);
   void unmap(uintptr_t va, size_t size, mtiaDrvMem mem) noexcept;
 
   // The device's free and total bytes, as the driver counts them (every process). Throws Error.

@@ -52,7 +52,9 @@ Block* DeviceAllocator::growExpandable(BlockPool& pool, streams::Stream& stream,
   Segment* seg = newExpandableSegment(pool, stream, rounded);
   if (seg == nullptr) return nullptr;
   Block* b = mapRun(seg, seg->head, rounded);
-  if (b == nullptr) releaseSegment(seg);
+  // A capture keeps the segment (nothing is given back meanwhile): later growth uses it, and it goes
+  // when the capture ends if it still maps nothing.
+  if (b == nullptr && !capturing()) releaseSegment(seg);
   return b;
 }
 
@@ -109,7 +111,7 @@ Segment* DeviceAllocator::newExpandableSegment(BlockPool& pool, streams::Stream&
     segments_.emplace(va, seg.get());
   } catch (...) {
     if (b != nullptr) pool.destroyBlock(b);
-    memory_.unreserve(va, size);
+    memory_.unreserve(va, size);  // out of host memory: see the class comment
     throw;
   }
   seg->base = va;
@@ -144,37 +146,70 @@ Block* DeviceAllocator::mapRun(Segment* seg, Block* start, size_t rounded) {
     for (size_t i = first; i < last; ++i) toMap.push_back(i);
   }
   if (!allowedToGrow(toMap.size() * chunk)) return nullptr;
-  for (size_t n = 0; n < toMap.size(); ++n) {
-    const size_t i = toMap[n];
-    mtiaDrvMem mem = memory_.map(seg->base + i * chunk, chunk);
-    if (mem == nullptr) {
-      driverRefusal_ = memory_.why();
-      for (size_t k = 0; k < n; ++k) {
-        memory_.unmap(seg->base + toMap[k] * chunk, chunk, seg->chunks[toMap[k]]);
-        seg->chunks[toMap[k]] = nullptr;
-      }
-      return nullptr;
+  Leftovers left;  // physical memory created but not mapped
+  size_t n = 0;
+  try {
+    for (; n < toMap.size(); ++n) {
+      const size_t i = toMap[n];
+      mtiaDrvMem mem = memory_.map(seg->base + i * chunk, chunk, &left);
+      if (mem == nullptr) break;
+      seg->chunks[i] = mem;
     }
-    seg->chunks[i] = mem;
+  } catch (...) {
+    undoPartialMap(seg, start, toMap, n);
+    giveBack(left);
+    throw;
   }
-  seg->mappedBytes += toMap.size() * chunk;
-  countMapped(*seg, toMap.size() * chunk, toMap.size(), true);
+  if (n < toMap.size()) {
+    driverRefusal_ = memory_.why();
+    undoPartialMap(seg, start, toMap, n);
+    giveBack(left);
+    return nullptr;
+  }
+  seg->mappedBytes += n * chunk;
+  countMapped(*seg, n * chunk, n, true);
+  return joinMapped(seg, start, needEnd);
+}
+
+// The run of growable blocks from start up to end at least (the chunks under it all mapped now) as one
+// mapped block, out of the pool; the unmapped rest of the last block past end stays a block of its own.
+Block* DeviceAllocator::joinMapped(Segment* seg, Block* start, uintptr_t end) {
+  const size_t chunk = seg->chunkSize;
   BlockPool& pool = *start->pool;
   for (Block* b = start;;) {
     if (b->mapped) {
       pool.erase(b);
     } else {
-      const uintptr_t mappedEnd =
-          seg->base + roundUpTo(std::min(b->address + b->size, needEnd) - seg->base, chunk);
+      const uintptr_t mappedEnd = seg->base + roundUpTo(std::min(b->address + b->size, end) - seg->base, chunk);
       if (mappedEnd < b->address + b->size) splitBlock(b, mappedEnd - b->address);  // the rest stays unmapped
       b->mapped = true;
     }
-    const bool last = b->address + b->size >= needEnd;
+    const bool last = b->address + b->size >= end;
     if (b != start) absorbNext(start);
     if (last) break;
     b = start->next;
   }
   return start;
+}
+
+// Growth failed after mapping the first `mapped` chunks of toMap (in address order). They go back to
+// the device, except during a capture, which gives nothing back: then they stay mapped as a cached
+// free block (the run from start up to the last chunk mapped), which later requests use.
+void DeviceAllocator::undoPartialMap(Segment* seg, Block* start, const std::vector<size_t>& toMap, size_t mapped) {
+  if (mapped == 0) return;
+  const size_t chunk = seg->chunkSize;
+  if (!capturing()) {
+    for (size_t k = 0; k < mapped; ++k) {
+      memory_.unmap(seg->base + toMap[k] * chunk, chunk, seg->chunks[toMap[k]]);
+      seg->chunks[toMap[k]] = nullptr;
+    }
+    return;
+  }
+  seg->mappedBytes += mapped * chunk;
+  countMapped(*seg, mapped * chunk, mapped, true);
+  Block* b = joinMapped(seg, start, seg->base + (toMap[mapped - 1] + 1) * chunk);
+  mergeFreeNeighbours(b);
+  cache(b);
 }
 
 void DeviceAllocator::shrinkExpandable(Segment* seg) {

@@ -38,9 +38,12 @@ struct Segment {
   std::vector<mtiaDrvMem> chunks;
   size_t mappedBytes = 0;
   // Released private pools give a segment back as soon as its work is done: the stream it serves
-  // and the command number submitted there when its last block was freed.
+  // and the command number submitted there when its last block was freed. A free that could not ask
+  // the stream (a capture was underway, or the driver failed) leaves stampPending: the number is read
+  // later, which only makes it larger (conservative).
   std::shared_ptr<streams::Stream> streamRef;
   uint64_t lastFreeSeq = 0;
+  bool stampPending = false;
 
   bool contains(uintptr_t p) const { return p >= base && p - base < size; }
 };
