@@ -1,8 +1,8 @@
 // Command lists (driver ABI 1.2): creation and its refusals, runs as one
 // command, re-submission, concurrent runs of one list on several queues,
 // destruction while runs are queued, modules kept loaded, and faults inside a
-// list (in child processes, like sim_fault_test.cpp; the MTIA_SIM_FAULTS run
-// is the test entry sim_faults_kernel_list).
+// list (in child processes, like sim_fault_test.cpp; the MTIA_SIM_FAULTS runs
+// are the test entries sim_faults_kernel_list and sim_faults_slow_list).
 #include "sim_test_util.hpp"
 
 #include <atomic>
@@ -418,7 +418,7 @@ TEST_F(SimListIsolated, DeviceFaultStopsTheRestOfTheList) {
 
 // ---- MTIA_SIM_FAULTS=kernel=scale_f32@3 (test entry sim_faults_kernel_list) ----
 
-TEST(SimListFaultEnv, InjectedKernelFaultIsDecidedPerSubmission) {
+TEST(SimListFaultEnv, KernelFaultIsDecidedPerSubmission) {
   if (!envIs("MTIA_SIM_FAULTS", "kernel=scale_f32@3")) {
     GTEST_SKIP() << "runs as test sim_faults_kernel_list (MTIA_SIM_FAULTS=kernel=scale_f32@3)";
   }
@@ -461,6 +461,28 @@ TEST(SimListFaultEnv, InjectedKernelFaultIsDecidedPerSubmission) {
   EXPECT_NE(message.find("scale_f32"), std::string::npos) << message;
   EXPECT_NE(message.find("injected fault"), std::string::npos) << message;
   EXPECT_NE(message.find("command 1 of a list"), std::string::npos) << message;
+  EXPECT_EQ(d.commandListDestroy(list), mtiaSuccess);
+  EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
+}
+
+// ---- MTIA_SIM_FAULTS=slow=0:5000 (test entry sim_faults_slow_list) ----
+
+TEST(SimListFaultEnv, SlowQueueDelaysEachCommandOfAList) {
+  if (!envIs("MTIA_SIM_FAULTS", "slow=0:5000")) {
+    GTEST_SKIP() << "runs as test sim_faults_slow_list (MTIA_SIM_FAULTS=slow=0:5000)";
+  }
+  const mtiaDriverOps& d = table();
+  ASSERT_EQ(d.init(0), mtiaSuccess);
+  mtiaDrvQueue q = makeQueue(0);  // every queue of device 0 takes 5 ms per command
+  uint64_t stamps[3] = {};
+  const std::vector<mtiaDrvCommand> cmds = {timestampCommand(&stamps[0]), timestampCommand(&stamps[1]),
+                                            timestampCommand(&stamps[2])};
+  mtiaDrvCommandList list = nullptr;
+  ASSERT_EQ(d.commandListCreate(0, cmds.data(), cmds.size(), &list), mtiaSuccess) << d.lastErrorMessage();
+  submit(q, listCommand(list));
+  ASSERT_EQ(finish(q), mtiaSuccess) << d.lastErrorMessage();
+  EXPECT_GE(stamps[1] - stamps[0], 5'000'000u);
+  EXPECT_GE(stamps[2] - stamps[1], 5'000'000u);
   EXPECT_EQ(d.commandListDestroy(list), mtiaSuccess);
   EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
 }
