@@ -158,17 +158,18 @@ for key, title in DIAGNOSTICS:
 lines += [
     "",
     "Command lists (driver ABI 1.2; per kernel, N empty kernels submitted, then a wait for the last, at the",
-    "driver ABI on the simulated driver loaded as a module):",
+    "driver ABI on the simulated driver loaded as a module; the wait spins first, or sleeps at once):",
     "",
-    "| N | one list of N | N single submits | single/list |",
-    "|---:|---:|---:|---:|",
+    "| wait | N | one list of N | N single submits | single/list |",
+    "|---|---:|---:|---:|---:|",
 ]
-for n in REPLAY_SIZES:
-    key = f"driver_replay_{n}"
-    lst = medians.get(key + "/list")
-    single = medians.get(key + "/single")
-    ratio = f"{single / lst:.1f}x" if lst and single else "n/a"
-    lines.append(f"| {n} | {fmt_ns(key + '/list')} | {fmt_ns(key + '/single')} | {ratio} |")
+for wait, prefix in (("spin", "driver_replay_"), ("sleep", "driver_replay_sleep_")):
+    for n in REPLAY_SIZES:
+        key = f"{prefix}{n}"
+        lst = medians.get(key + "/list")
+        single = medians.get(key + "/single")
+        ratio = f"{single / lst:.1f}x" if lst and single else "n/a"
+        lines.append(f"| {wait} | {n} | {fmt_ns(key + '/list')} | {fmt_ns(key + '/single')} | {ratio} |")
 lines.append("")
 lines.append(f"Idle CPU samples (% of one core): ours {idle['ours']['samples']}, "
              f"baseline {idle['baseline']['samples']}.")

@@ -398,7 +398,10 @@ void diagEventQueryBaseline(benchmark::State& state) {
 // ---- 5. Driver ABI 1.2: a replay of N empty kernels as one command list vs N single submits -------
 // Through the public driver ABI on the simulated driver loaded as a module (mtia_driver_sim.so, an
 // instance of its own next to the runtime's built-in one; MTIA_BENCH_SIM_DRIVER overrides the path).
-// One iteration: submit, then wait (spinning) for the last command. ns_per_op: per kernel.
+// One iteration: submit, then wait for the last command: spinning first (MTIA_DRV_WAIT_SPIN, what a
+// stream synchronize does) or asleep at once (driver_replay_sleep_N: MTIA_DRV_WAIT_SLEEP, which leaves
+// the CPU to the engine; on a machine with few free CPUs a spinning waiter can delay the engine more
+// than the whole replay takes). ns_per_op: per kernel.
 
 #ifndef MTIA_BENCH_SIM_DRIVER
 #define MTIA_BENCH_SIM_DRIVER "mtia_driver_sim.so"
@@ -445,7 +448,7 @@ bool driverOk(benchmark::State& state, const mtiaDriverOps& d, mtiaError_t statu
 }
 #define DRV_OK(state, d, call) driverOk((state), (d), (d).call, #call)
 
-void driverReplay(benchmark::State& state, bool asList) {
+void driverReplay(benchmark::State& state, bool asList, uint32_t waitFlags) {
   const int64_t n = state.range(0);
   const SimDriver& sim = simDriver();
   if (!sim.error.empty()) {
@@ -479,7 +482,7 @@ void driverReplay(benchmark::State& state, bool asList) {
         } else {
           for (int64_t i = 0; i < n && st == mtiaSuccess; ++i) st = d.queueSubmit(q, &kernel, &seq);
         }
-        if (!driverOk(state, d, st, "queueSubmit") || !DRV_OK(state, d, queueWait(q, seq, MTIA_DRV_WAIT_SPIN)))
+        if (!driverOk(state, d, st, "queueSubmit") || !DRV_OK(state, d, queueWait(q, seq, waitFlags)))
           break;
       }
       reportPerOp(state, start, n);
@@ -504,10 +507,13 @@ void registerAll() {
   RegisterBenchmark("pingpong/ours", pingPongOurs)->Arg(kPingPongBatch)->UseRealTime();
   RegisterBenchmark("pingpong/baseline", pingPongBaseline)->Arg(kPingPongBatch)->UseRealTime();
 
-  for (const int64_t n : {1, 10, 100, 1000}) {
-    const std::string workload = "driver_replay_" + std::to_string(n);
-    RegisterBenchmark((workload + "/list").c_str(), driverReplay, true)->Arg(n)->UseRealTime();
-    RegisterBenchmark((workload + "/single").c_str(), driverReplay, false)->Arg(n)->UseRealTime();
+  for (const uint32_t wait : {MTIA_DRV_WAIT_SPIN, MTIA_DRV_WAIT_SLEEP}) {
+    for (const int64_t n : {1, 10, 100, 1000}) {
+      const std::string workload =
+          std::string(wait == MTIA_DRV_WAIT_SPIN ? "driver_replay_" : "driver_replay_sleep_") + std::to_string(n);
+      RegisterBenchmark((workload + "/list").c_str(), driverReplay, true, wait)->Arg(n)->UseRealTime();
+      RegisterBenchmark((workload + "/single").c_str(), driverReplay, false, wait)->Arg(n)->UseRealTime();
+    }
   }
 
   RegisterBenchmark("hostfunc_sync/ours", hostFuncSyncOurs)->UseRealTime();
