@@ -553,10 +553,14 @@ void DeviceAllocator::releasePool(PoolId id) {
     fail(mtiaErrorNotFound, "device {} has no pool {{{}, {}}} in use (never used, or released by all its users)",
          device_, id.first, id.second);
   PrivatePool* pool = it->second.get();
-  if (--pool->users > 0) return;
-  std::vector<Segment*> mine;
+  if (pool->users > 1) {
+    --pool->users;
+    return;
+  }
+  std::vector<Segment*> mine;  // before the last user goes: bad_alloc here changes nothing
   for (auto& [base, seg] : segments_)
     if (seg->owner == pool) mine.push_back(seg);
+  --pool->users;
   // Giving back its last segment forgets the pool: look it up again afterwards.
   for (Segment* seg : mine) releaseSegmentIfIdle(seg);
   if (!capturing()) releaseReadyPoolSegments(true);
