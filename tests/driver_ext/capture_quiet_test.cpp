@@ -42,7 +42,7 @@ uint64_t queries(const Counts& c) { return c[0] + c[1] + c[2] + c[3]; }
 uint64_t frees(const Counts& c) { return c[4] + c[5] + c[6]; }
 
 std::string describe(const Counts& from, const Counts& to) {
-  static const char* const names[] = {"queueQuery",  "queueGetCounts", "queueWait", "deviceSynchronize",
+  static const char* const names[] = {"queueQuery", "queueGetCounts", "queueWait", "deviceSynchronize",
                                       "memRelease", "memUnmap",       "vaRelease"};
   std::string s;
   for (size_t i = 0; i < from.size(); ++i)

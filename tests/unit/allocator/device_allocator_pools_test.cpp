@@ -395,7 +395,7 @@ TEST_P(CaptureQuiet, NoQueriesNoFreesUntilTheLastStreamRouteEnds) {
   void* onT = a->allocate(30 * kMiB, *t_);  // the cached default block
   a->free(onT);
   a->recordStream(y, t_);
-  a->free(y);  // used by t: put off
+  a->free(y);         // used by t: put off
   a->free(recorded);  // used by u: put off
   a->free(inB);       // the released pool's last block: its segment waits
   a->free(inC);       // pool C's segment is stamped later
