@@ -31,7 +31,8 @@ GraphPtr graphOf(mtiaGraph_t handle, const char* argName = "graph") {
   return g;
 }
 
-mtiaStreamCaptureMode captureMode(mtiaStreamCaptureMode mode) {
+// By reference: a caller's out-of-range value must not be loaded as the enum before it is checked.
+mtiaStreamCaptureMode captureMode(const mtiaStreamCaptureMode& mode) {
   const int m = enumBits(mode);
   if (m < mtiaStreamCaptureModeGlobal || m > mtiaStreamCaptureModeRelaxed)
     fail(mtiaErrorInvalidValue, "mode {} is not a mtiaStreamCaptureMode (Global 0, ThreadLocal 1, Relaxed 2)", m);
