@@ -2,7 +2,6 @@
 #include "ops_common.hpp"
 #include "prepare.hpp"
 
-#include <cstring>
 #include <memory>
 
 namespace mtia::sim::ops {
