@@ -113,8 +113,8 @@ void Executable::build(const Graph& graph) {
 }
 
 void Executable::createLists() {
+  if (!target_.driver->supportsCommandLists()) return;  // older drivers get the commands one by one
   const mtiaDriverOps& ops = target_.driver->ops();
-  if (ops.commandListCreate == nullptr || ops.commandListDestroy == nullptr) return;
   for (Step& st : steps_) {
     if (st.kind != StepKind::Submit || st.numCmds == 0) continue;
     target_.driver->check(
