@@ -4,6 +4,8 @@
 // on replay" are observed, not assumed.
 #include "capture_test_util.hpp"
 
+#include <cstring>
+
 using namespace mtia_test;
 
 namespace {
@@ -607,9 +609,15 @@ TEST(CaptureLegality, T49_ExchangeCaptureModePushPop) {
 
   // Bad arguments change nothing.
   EXPECT_STATUS(mtiaErrorInvalidValue, mtiaThreadExchangeStreamCaptureMode(nullptr));
-  mtiaStreamCaptureMode bad = static_cast<mtiaStreamCaptureMode>(7);
+  // A C caller may store any int in the enum; its bytes are written and read without loading it as the
+  // enum (out of range, that would be undefined behaviour on this side too).
+  mtiaStreamCaptureMode bad;
+  const int seven = 7;
+  std::memcpy(&bad, &seven, sizeof bad);
   EXPECT_STATUS(mtiaErrorInvalidValue, mtiaThreadExchangeStreamCaptureMode(&bad));
-  EXPECT_EQ(static_cast<int>(bad), 7);
+  int after = 0;
+  std::memcpy(&after, &bad, sizeof after);
+  EXPECT_EQ(after, 7);
 
   ASSERT_OK(mtiaThreadExchangeStreamCaptureMode(&b));  // pop: back to ThreadLocal
   EXPECT_EQ(b, mtiaStreamCaptureModeRelaxed);
