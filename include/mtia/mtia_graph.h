@@ -85,7 +85,8 @@ MTIA_API mtiaError_t mtiaThreadExchangeStreamCaptureMode(mtiaStreamCaptureMode* 
 
 /** Begins capturing stream (NULL: the current stream; a device's default stream is allowed) into a new
  * graph with a new private pool, tagged with mode; mtiaStreamEndCapture returns that graph. The CUDA
- * style of mtiaGraphCreate + mtiaGraphCaptureBegin. Thread-safe, non-blocking.
+ * style of mtiaGraphCreate + mtiaGraphCaptureBegin. Thread-safe, non-blocking; legal while other captures are
+ * live (not on a stream that takes part in one).
  * Errors: mtiaErrorInvalidHandle (stream), mtiaErrorInvalidValue (mode),
  * mtiaErrorIllegalState (stream is capturing or joined to a capture), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiaStreamBeginCapture(mtiaStream_t stream, mtiaStreamCaptureMode mode);
@@ -94,7 +95,7 @@ MTIA_API mtiaError_t mtiaStreamBeginCapture(mtiaStream_t stream, mtiaStreamCaptu
  * (state Captured, as if created with mtiaGraphKeepGraph; destroy it with mtiaGraphDestroy). On every
  * error but Unmatched and IllegalState, *graph is set to NULL, every stream of the capture is
  * no longer capturing and the graph's pool is released.
- * Thread-safe (see WrongThread), non-blocking.
+ * Thread-safe (see WrongThread), non-blocking; ends a capture, so legal during one.
  * Errors: mtiaErrorInvalidValue (graph NULL), mtiaErrorInvalidHandle (stream),
  * mtiaErrorIllegalState (stream is not capturing, or its capture began with mtiaGraphCaptureBegin),
  * mtiaErrorStreamCaptureUnmatched (stream joined the capture but did not begin it; nothing changes),
@@ -122,7 +123,7 @@ MTIA_API mtiaError_t mtiaGraphCreate(mtiaGraph_t* graph, unsigned int flags);
  * mtiaGraphPoolHandle: that shared pool; {n,0} from mtiaGraphGetPool: another graph's pool, which
  * must still be in use. Streams that join the capture allocate from the pool too.
  * Allowed in state Empty and Failed (a failed capture's pool is released first).
- * Thread-safe, non-blocking.
+ * Thread-safe, non-blocking; legal while other captures are live (not on a stream taking part in one).
  * Errors: mtiaErrorInvalidHandle (graph, stream), mtiaErrorInvalidValue (mode; pool with both halves
  * non-zero; a pool id that is no longer in use), mtiaErrorIllegalState (graph holds a captured graph
  * and was not reset, or is capturing; stream is capturing or joined to a capture). */
@@ -133,7 +134,7 @@ MTIA_API mtiaError_t mtiaGraphCaptureBegin(mtiaGraph_t graph, mtiaStream_t strea
  * (state Ready); with it, it is kept (state Captured). Every stream of the capture is no longer
  * capturing afterwards, whatever the result; on failure the graph's state is Failed and it keeps its
  * pool until mtiaGraphReset or mtiaGraphDestroy. An empty capture succeeds (a warning is logged).
- * Thread-safe (see WrongThread), non-blocking.
+ * Thread-safe (see WrongThread), non-blocking; ends a capture, so legal during one.
  * Errors: mtiaErrorInvalidHandle (graph), mtiaErrorIllegalState (graph is not capturing),
  * mtiaErrorStreamCaptureWrongThread, mtiaErrorStreamCaptureInvalidated,
  * mtiaErrorStreamCaptureUnjoined (as mtiaStreamEndCapture), errors of mtiaGraphInstantiate. */
@@ -141,7 +142,7 @@ MTIA_API mtiaError_t mtiaGraphCaptureEnd(mtiaGraph_t graph);
 
 /** Validates, orders and precomputes everything a replay needs. A graph with mtiaGraphKeepGraph may be
  * instantiated again (the previous executable is dropped; a replay in flight still completes).
- * Thread-safe, non-blocking.
+ * Thread-safe, non-blocking, legal during capture (it enqueues nothing).
  * Errors: mtiaErrorInvalidHandle (graph), mtiaErrorIllegalState (no successful capture; already
  * instantiated without mtiaGraphKeepGraph), mtiaErrorInvalidValue (a node the device refuses, named),
  * mtiaErrorNotFound (a node's kernel was unloaded). */
@@ -151,7 +152,7 @@ MTIA_API mtiaError_t mtiaGraphInstantiate(mtiaGraph_t graph);
  * after the work queued on stream before it, and work queued on stream afterwards waits for all of
  * it. Independent branches run concurrently on the device's engines. Replays of one graph never
  * overlap, whatever streams they are launched on. Instantiates first if needed (mtiaGraphKeepGraph).
- * Thread-safe, non-blocking.
+ * Thread-safe, non-blocking; legal during capture on streams that do not take part in it.
  * Errors: mtiaErrorInvalidHandle (graph, stream), mtiaErrorIllegalState (no successful capture),
  * mtiaErrorInvalidValue (stream of another device), mtiaErrorStreamCaptureUnsupported (stream is
  * capturing; its capture is invalidated), mtiaErrorLaunchFailure (sticky device fault). */
@@ -160,7 +161,8 @@ MTIA_API mtiaError_t mtiaGraphReplay(mtiaGraph_t graph, mtiaStream_t stream);
 /** Returns graph to Empty: ends a live capture (its streams stop capturing), drops the captured and the
  * instantiated graph and releases graph's use of its private pool, whose memory goes back to the
  * device once no block allocated from it is live and no other graph uses it. Idempotent. Blocks
- * until a replay in flight completed. Thread-safe, legal during (other) captures.
+ * until a replay in flight completed (blocking). Thread-safe, legal during capture (of this graph: it
+ * ends it; of others: they are not disturbed).
  * Errors: mtiaErrorInvalidHandle (graph). */
 MTIA_API mtiaError_t mtiaGraphReset(mtiaGraph_t graph);
 
@@ -172,7 +174,7 @@ MTIA_API mtiaError_t mtiaGraphGetPool(mtiaGraph_t graph, mtiaMemPoolId_t* pool);
 /** Resets graph (see mtiaGraphReset) and destroys the handle. Accepts every state (never captured,
  * capturing, invalidated, failed, reset, replaying) from any thread and never fails for a live handle.
  * NULL is mtiaSuccess. Graphs never destroyed are listed in a warning at process exit.
- * Blocks until a replay in flight completed. Thread-safe.
+ * Blocks until a replay in flight completed. Thread-safe, legal during capture.
  * Errors: mtiaErrorInvalidHandle (stale or foreign handle). */
 MTIA_API mtiaError_t mtiaGraphDestroy(mtiaGraph_t graph);
 
