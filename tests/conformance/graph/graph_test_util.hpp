@@ -159,9 +159,7 @@ inline ::testing::AssertionResult failsClearly(const char*, const char* callExpr
   ::testing::AssertionResult status = statusIs("", callExpr, want, got);
   if (!status) return status;
   const std::string message = mtiaGetLastErrorMessage();
-  std::string call(callExpr);
-  call = call.substr(0, call.find('('));
-  while (!call.empty() && call.back() == ' ') call.pop_back();
+  const std::string call = calledFunction(callExpr);
   if (message.find(call) == std::string::npos || message.size() < call.size() + 8)
     return ::testing::AssertionFailure() << callExpr << ": the message does not name " << call
                                          << " and say why: '" << message << "'";

@@ -50,15 +50,21 @@ inline ::testing::AssertionResult statusIs(const char* /*wantExpr*/, const char*
 #define EXPECT_OK(call) EXPECT_STATUS(mtiaSuccess, call)
 #define ASSERT_OK(call) ASSERT_STATUS(mtiaSuccess, call)
 
+// The function a call expression calls: "mtiaStreamCreate" for "mtiaStreamCreate (nullptr)".
+inline std::string calledFunction(const char* callExpr) {
+  std::string call(callExpr);
+  call = call.substr(0, call.find('('));
+  while (!call.empty() && call.back() == ' ') call.pop_back();
+  return call;
+}
+
 // The call failed with want and the thread's last-error message names the function and the argument.
 inline ::testing::AssertionResult failsNaming(const char* /*wantExpr*/, const char* callExpr, const char* /*argExpr*/,
                                               mtiaError_t want, mtiaError_t got, const char* arg) {
   ::testing::AssertionResult status = statusIs("", callExpr, want, got);
   if (!status) return status;
   const std::string message = mtiaGetLastErrorMessage();
-  std::string call(callExpr);
-  call = call.substr(0, call.find('('));
-  while (!call.empty() && call.back() == ' ') call.pop_back();
+  const std::string call = calledFunction(callExpr);
   if (message.empty()) return ::testing::AssertionFailure() << callExpr << ": the last error message is empty";
   if (message.find(call) == std::string::npos)
     return ::testing::AssertionFailure() << callExpr << ": the message does not name " << call << ": " << message;
