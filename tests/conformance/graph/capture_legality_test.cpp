@@ -36,9 +36,8 @@ void checkSyncCallInvalidates(const std::function<mtiaError_t(mtiaStream_t)>& ca
     SCOPED_TRACE(std::string("capture mode ") + modeName(mode));
     HostLog log;
     DeviceFloats x(kN);
-    ASSERT_OK(x.status());
     Stream s;
-    ASSERT_OK(s.status());
+    ASSERT_CREATED(x, s);
     ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
     {
       EndCaptureAtExit guard({s});
@@ -65,15 +64,28 @@ void checkSyncCallInvalidates(const std::function<mtiaError_t(mtiaStream_t)>& ca
   }
 }
 
+// The set-up of items 45-48: x (filled with 1 on s) is what the capture on s writes; z (filled with 2
+// on t) and the event `unrelated` (recorded eagerly on t) belong to no capture.
+struct UnrelatedStream {
+  DeviceFloats x{kN}, z{kN};
+  Stream s, t;
+  Event unrelated;
+
+  void setUp() {
+    ASSERT_CREATED(x, z, s, t, unrelated);
+    ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
+    ASSERT_TRUE(fillNow(t, z, 2.0f, kN));
+    ASSERT_OK(mtiaEventRecord(unrelated, t));
+  }
+};
+
 }  // namespace
 
 TEST(CaptureLegality, T36_BeginGivesActiveWithIdAndDefersWork) {
   HostLog log;
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, y, s);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   ASSERT_TRUE(fillNow(s, y, 1.0f, kN));
   ModeScope global(mtiaStreamCaptureModeGlobal);
@@ -128,11 +140,8 @@ TEST(CaptureLegality, T36_BeginGivesActiveWithIdAndDefersWork) {
 TEST(CaptureLegality, T37_EndGivesGraphOfCapturedSequence) {
   HostLog log;
   DeviceFloats x(kN), y(kN), z(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
-  ASSERT_OK(z.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, y, z, s);
   ASSERT_TRUE(fillNow(s, y, 3.0f, kN));
   ASSERT_TRUE(fillNow(s, z, 3.0f, kN));
 
@@ -197,15 +206,10 @@ TEST(CaptureLegality, T37_EndGivesGraphOfCapturedSequence) {
 
 TEST(CaptureLegality, T38_BeginOnCapturingStreamIsIllegalState) {
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream o, joined;
-  ASSERT_OK(o.status());
-  ASSERT_OK(joined.status());
   Event e;
-  ASSERT_OK(e.status());
   Graph other(0);
-  ASSERT_OK(other.status());
+  ASSERT_CREATED(x, y, o, joined, e, other);
 
   Graph g;
   {
@@ -250,9 +254,8 @@ TEST(CaptureLegality, T38_BeginOnCapturingStreamIsIllegalState) {
 
 TEST(CaptureLegality, T39_EndOnNonCapturingStreamIsIllegalState) {
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, s);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   mtiaStream_t def = nullptr;
   ASSERT_OK(mtiaGetDefaultStream(0, &def));
@@ -302,9 +305,8 @@ TEST(CaptureLegality, T41_StreamQueryInvalidates) {
 
 TEST(CaptureLegality, T42_CapturedEventQueryOrSyncIsCapturedEvent) {
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, s);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   for (mtiaStreamCaptureMode mode : kAllModes) {
     for (const bool synchronize : {false, true}) {
@@ -338,16 +340,12 @@ TEST(CaptureLegality, T42_CapturedEventQueryOrSyncIsCapturedEvent) {
 TEST(CaptureLegality, T43_EnqueueAfterInvalidationIsRefused) {
   HostLog log;
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(x, y, s, t);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   ASSERT_TRUE(fillNow(s, y, 3.0f, kN));
   Event e, other;
-  ASSERT_OK(e.status());
-  ASSERT_OK(other.status());
+  ASSERT_CREATED(e, other);
   Latch latch;
   // e has a pending eager record: a record that slipped through on s would complete it.
   ASSERT_OK(latch.block(t));
@@ -382,9 +380,8 @@ TEST(CaptureLegality, T43_EnqueueAfterInvalidationIsRefused) {
 
 TEST(CaptureLegality, T44_DeviceSynchronizeFromCapturingThreadInvalidates) {
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, s);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   for (mtiaStreamCaptureMode threadMode : kAllModes) {
     for (mtiaStreamCaptureMode mode : kAllModes) {
@@ -405,15 +402,11 @@ TEST(CaptureLegality, T44_DeviceSynchronizeFromCapturingThreadInvalidates) {
 }
 
 TEST(CaptureLegality, T45_OtherGlobalThreadUnsafeCallInvalidates) {
-  DeviceFloats x(kN);
-  ASSERT_OK(x.status());
-  Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
-  ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
-  Event unrelated;
-  ASSERT_OK(unrelated.status());
-  ASSERT_OK(mtiaEventRecord(unrelated, t));
+  UnrelatedStream u;
+  ASSERT_NO_FATAL_FAILURE(u.setUp());
+  DeviceFloats& x = u.x;
+  Stream &s = u.s, &t = u.t;
+  Event& unrelated = u.unrelated;
   ASSERT_OK(mtiaStreamSynchronize(t));
   ModeScope global(mtiaStreamCaptureModeGlobal);
 
@@ -446,17 +439,11 @@ TEST(CaptureLegality, T45_OtherGlobalThreadUnsafeCallInvalidates) {
 }
 
 TEST(CaptureLegality, T46_ThreadLocalWatchdogDoesNotInvalidate) {
-  DeviceFloats x(kN), z(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(z.status());
-  Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
-  ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
-  ASSERT_TRUE(fillNow(t, z, 2.0f, kN));
-  Event unrelated;
-  ASSERT_OK(unrelated.status());
-  ASSERT_OK(mtiaEventRecord(unrelated, t));
+  UnrelatedStream u;
+  ASSERT_NO_FATAL_FAILURE(u.setUp());
+  DeviceFloats& x = u.x;
+  Stream &s = u.s, &t = u.t;
+  Event& unrelated = u.unrelated;
   ModeScope global(mtiaStreamCaptureModeGlobal);
 
   Graph g;
@@ -491,17 +478,11 @@ TEST(CaptureLegality, T46_ThreadLocalWatchdogDoesNotInvalidate) {
 }
 
 TEST(CaptureLegality, T47_ThreadLocalCaptureAllowsOtherGlobalThread) {
-  DeviceFloats x(kN), z(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(z.status());
-  Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
-  ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
-  ASSERT_TRUE(fillNow(t, z, 2.0f, kN));
-  Event unrelated;
-  ASSERT_OK(unrelated.status());
-  ASSERT_OK(mtiaEventRecord(unrelated, t));
+  UnrelatedStream u;
+  ASSERT_NO_FATAL_FAILURE(u.setUp());
+  DeviceFloats &x = u.x, &z = u.z;
+  Stream &s = u.s, &t = u.t;
+  Event& unrelated = u.unrelated;
   ModeScope global(mtiaStreamCaptureModeGlobal);
 
   Graph g;
@@ -534,17 +515,11 @@ TEST(CaptureLegality, T47_ThreadLocalCaptureAllowsOtherGlobalThread) {
 }
 
 TEST(CaptureLegality, T48_RelaxedCaptureAllowsSyncAllocButNotCapturedEventQuery) {
-  DeviceFloats x(kN), z(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(z.status());
-  Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
-  ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
-  ASSERT_TRUE(fillNow(t, z, 2.0f, kN));
-  Event unrelated;
-  ASSERT_OK(unrelated.status());
-  ASSERT_OK(mtiaEventRecord(unrelated, t));
+  UnrelatedStream u;
+  ASSERT_NO_FATAL_FAILURE(u.setUp());
+  DeviceFloats &x = u.x, &z = u.z;
+  Stream& s = u.s;
+  Event& unrelated = u.unrelated;
 
   for (mtiaStreamCaptureMode threadMode : {mtiaStreamCaptureModeGlobal, mtiaStreamCaptureModeRelaxed}) {
     SCOPED_TRACE(std::string("thread mode ") + modeName(threadMode));
@@ -630,9 +605,8 @@ TEST(CaptureLegality, T49_ExchangeCaptureModePushPop) {
 
 TEST(CaptureLegality, T50_EndFromAnotherThread) {
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s;
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, s);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
 
   for (mtiaStreamCaptureMode mode : {mtiaStreamCaptureModeGlobal, mtiaStreamCaptureModeThreadLocal}) {
@@ -707,10 +681,8 @@ TEST(CaptureLegality, T50_EndFromAnotherThread) {
 TEST(CaptureLegality, T51_WaitOnEagerEventIsolationOrExternal) {
   HostLog log;
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(x, s, t);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   Event e;
   ASSERT_OK(e.status());
@@ -759,12 +731,8 @@ TEST(CaptureLegality, T51_WaitOnEagerEventIsolationOrExternal) {
 
 TEST(CaptureLegality, T52_WaitOnEventOfAnotherCaptureIsMerge) {
   DeviceFloats x(kN), y(kN), z(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
-  ASSERT_OK(z.status());
   Stream s1, s2;
-  ASSERT_OK(s1.status());
-  ASSERT_OK(s2.status());
+  ASSERT_CREATED(x, y, z, s1, s2);
   ASSERT_TRUE(fillNow(s1, x, 1.0f, kN));
   ASSERT_TRUE(fillNow(s1, y, 1.0f, kN));
   ASSERT_TRUE(fillNow(s1, z, 1.0f, kN));
@@ -802,10 +770,8 @@ TEST(CaptureLegality, T52_WaitOnEventOfAnotherCaptureIsMerge) {
 
 TEST(CaptureLegality, T53_StatusQueriesFromAnyThreadNeverInvalidate) {
   DeviceFloats x(kN);
-  ASSERT_OK(x.status());
   Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(x, s, t);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
 
   Graph g;
@@ -848,11 +814,8 @@ TEST(CaptureLegality, T53_StatusQueriesFromAnyThreadNeverInvalidate) {
 
 TEST(CaptureLegality, T54_EagerWorkOnUnrelatedStreamRuns) {
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(x, y, s, t);
   ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
   ASSERT_TRUE(fillNow(t, y, 0.0f, kN));
   ModeScope global(mtiaStreamCaptureModeGlobal);
@@ -944,8 +907,7 @@ TEST(CaptureLegality, T55_EmptyCaptureIsValidAndOrdered) {
 
 TEST(CaptureLegality, T56_DestroyCapturingStreamIsIllegalState) {
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
+  ASSERT_CREATED(x, y);
   mtiaStream_t s = nullptr, joined = nullptr;
   ASSERT_OK(mtiaStreamCreate(&s));
   ASSERT_OK(mtiaStreamCreate(&joined));

@@ -40,12 +40,10 @@ TEST(CaptureStreams, T57_ForkJoinEdges) {
   DeviceFloats x(kN), y(kN), z(kN), w(kN);
   for (DeviceFloats* d : {&x, &y, &z, &w}) ASSERT_OK(d->status());
   Stream o, s;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(o, s);
   for (DeviceFloats* d : {&x, &y, &z, &w}) ASSERT_TRUE(fillNow(o, *d, 0.0f, kN));
   Event e1, e2;
-  ASSERT_OK(e1.status());
-  ASSERT_OK(e2.status());
+  ASSERT_CREATED(e1, e2);
 
   Graph g;
   {
@@ -93,11 +91,8 @@ TEST(CaptureStreams, T57_ForkJoinEdges) {
 TEST(CaptureStreams, T58_ForkWithoutJoinIsUnjoined) {
   HostLog log;
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream o, s;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(x, y, o, s);
   ASSERT_TRUE(fillNow(o, x, 0.0f, kN));
   ASSERT_TRUE(fillNow(o, y, 0.0f, kN));
   Event e1;
@@ -137,16 +132,9 @@ TEST(CaptureStreams, T58_ForkWithoutJoinIsUnjoined) {
 
 TEST(CaptureStreams, T59_JoinAsLastActionAndUntouchedForkAreJoined) {
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream o, s, idle;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
-  ASSERT_OK(idle.status());
   Event e1, e2, e3;
-  ASSERT_OK(e1.status());
-  ASSERT_OK(e2.status());
-  ASSERT_OK(e3.status());
+  ASSERT_CREATED(x, y, o, s, idle, e1, e2, e3);
 
   // (a) The origin's last action is the join wait.
   {
@@ -210,12 +198,10 @@ TEST(CaptureStreams, T60_EndOnForkedStreamIsUnmatched) {
   DeviceFloats x(kN), y(kN), z(kN);
   for (DeviceFloats* d : {&x, &y, &z}) ASSERT_OK(d->status());
   Stream o, s;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(o, s);
   for (DeviceFloats* d : {&x, &y, &z}) ASSERT_TRUE(fillNow(o, *d, 0.0f, kN));
   Event e1, e2;
-  ASSERT_OK(e1.status());
-  ASSERT_OK(e2.status());
+  ASSERT_CREATED(e1, e2);
 
   Graph g;
   {
@@ -259,17 +245,11 @@ TEST(CaptureStreams, T60_EndOnForkedStreamIsUnmatched) {
 TEST(CaptureStreams, T61_ParallelBranchesHaveNoEdgeAndOverlap) {
   constexpr uint64_t kBranchUs = 50000;
   DeviceFloats x(kN), y(kN);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
   Stream o, s1, s2;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s1.status());
-  ASSERT_OK(s2.status());
+  ASSERT_CREATED(x, y, o, s1, s2);
   ASSERT_TRUE(fillNow(o, y, 0.0f, kN));
   Event e, f1, f2;
-  ASSERT_OK(e.status());
-  ASSERT_OK(f1.status());
-  ASSERT_OK(f2.status());
+  ASSERT_CREATED(e, f1, f2);
 
   Graph g;
   {
@@ -322,14 +302,10 @@ TEST(CaptureStreams, T62_ReRecordDuringCaptureSnapshotsEdges) {
   DeviceFloats x(kN), x2(kN), ys(kN), z(kN);
   for (DeviceFloats* d : {&x, &x2, &ys, &z}) ASSERT_OK(d->status());
   Stream o, s, s2;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
-  ASSERT_OK(s2.status());
+  ASSERT_CREATED(o, s, s2);
   for (DeviceFloats* d : {&x, &x2, &ys, &z}) ASSERT_TRUE(fillNow(o, *d, 0.0f, kN));
   Event e, f1, f2;
-  ASSERT_OK(e.status());
-  ASSERT_OK(f1.status());
-  ASSERT_OK(f2.status());
+  ASSERT_CREATED(e, f1, f2);
 
   Graph g;
   {
@@ -373,14 +349,10 @@ TEST(CaptureStreams, T63_EdgeOnlyEventsMakeNoNodesAndKeepEagerState) {
   DeviceFloats x(kN), y(kN), z(kN);
   for (DeviceFloats* d : {&x, &y, &z}) ASSERT_OK(d->status());
   Stream o, s, t;
-  ASSERT_OK(o.status());
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(o, s, t);
   for (DeviceFloats* d : {&x, &y, &z}) ASSERT_TRUE(fillNow(o, *d, 0.0f, kN));
   Event e1, e2, never;
-  ASSERT_OK(e1.status());
-  ASSERT_OK(e2.status());
-  ASSERT_OK(never.status());
+  ASSERT_CREATED(e1, e2, never);
   // Both events have a pending eager record: anything that recorded them for real would complete them.
   Latch latch;
   ASSERT_OK(latch.block(t));

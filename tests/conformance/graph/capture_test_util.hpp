@@ -17,6 +17,28 @@
 
 namespace mtia_test {
 
+// ---- Owners ---------------------------------------------------------------------------------------
+
+// Whether every owner (Stream, Event, DeviceFloats, Graph: anything with status()) was created; names
+// is the list of their names, as ASSERT_CREATED writes it, for the message.
+template <typename... Owners>
+::testing::AssertionResult created(const char* names, const Owners&... owners) {
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  int index = 0;
+  auto check = [&](mtiaError_t rc) {
+    ++index;
+    if (result && rc != mtiaSuccess)
+      result = ::testing::AssertionFailure() << "owner " << index << " of (" << names << ") was not created: "
+                                             << mtiaGetErrorName(rc) << " (" << rc
+                                             << ")\n  last error message: " << mtiaGetLastErrorMessage();
+  };
+  (check(owners.status()), ...);
+  return result;
+}
+
+// ASSERT_CREATED(x, y, s): ASSERT_OK(x.status()), ASSERT_OK(y.status()), ASSERT_OK(s.status()).
+#define ASSERT_CREATED(...) ASSERT_TRUE(::mtia_test::created(#__VA_ARGS__, __VA_ARGS__))
+
 // ---- Capture status ------------------------------------------------------------------------------
 
 // The capture status of s; an impossible value (and a test failure) when the query fails.
@@ -137,6 +159,25 @@ inline mtiaGraphInfo graphInfo(mtiaGraph_t g) {
     return zero;
   }
   return info;
+}
+
+// Captures on s (mtiaStreamBeginCapture, Global mode) what work enqueues there, and ends the capture
+// into g; a failure of any step fails, and a capture still live then is ended.
+inline ::testing::AssertionResult captureInto(Graph& g, mtiaStream_t s, const std::function<mtiaError_t()>& work) {
+  mtiaError_t rc = mtiaStreamBeginCapture(s, mtiaStreamCaptureModeGlobal);
+  if (rc != mtiaSuccess)
+    return ::testing::AssertionFailure() << "mtiaStreamBeginCapture returned " << mtiaGetErrorName(rc) << ": "
+                                         << mtiaGetLastErrorMessage();
+  EndCaptureAtExit guard({s});
+  rc = work();
+  if (rc != mtiaSuccess)
+    return ::testing::AssertionFailure() << "the captured work returned " << mtiaGetErrorName(rc) << ": "
+                                         << mtiaGetLastErrorMessage();
+  rc = mtiaStreamEndCapture(s, g.out());
+  if (rc != mtiaSuccess)
+    return ::testing::AssertionFailure() << "mtiaStreamEndCapture returned " << mtiaGetErrorName(rc) << ": "
+                                         << mtiaGetLastErrorMessage();
+  return ::testing::AssertionSuccess();
 }
 
 // ---- Work --------------------------------------------------------------------------------------

@@ -19,9 +19,8 @@ TEST(GraphConcurrency, T92_TwoThreadLocalCaptures) {
   constexpr uint64_t n = 512;
   constexpr int kRounds = 10;
   Stream s0, s1;
-  ASSERT_OK(s0.status());
-  ASSERT_OK(s1.status());
   DeviceFloats x0(n), x1(n), y0(n), y1(n);
+  ASSERT_CREATED(s0, s1);
   ASSERT_TRUE(fillNow(s0, x0, 1.0f, n));
   ASSERT_TRUE(fillNow(s1, x1, 10.0f, n));
   for (int round = 0; round < kRounds; ++round) {
@@ -96,10 +95,8 @@ TEST(GraphConcurrency, T93_ReplaysWhileAThirdThreadCaptures) {
   constexpr uint64_t n = 256;
   constexpr int kReplays = 300;
   Stream sa, sb, sc;
-  ASSERT_OK(sa.status());
-  ASSERT_OK(sb.status());
-  ASSERT_OK(sc.status());
   DeviceFloats xa(n), ya(n), xb(n), yb(n), z(1), one(1);
+  ASSERT_CREATED(sa, sb, sc);
   ASSERT_TRUE(fillNow(sc, z, 0.0f, 1));
   ASSERT_TRUE(fillNow(sc, one, 1.0f, 1));
   // The replayed graphs, captured beforehand: ya = 2 xa, yb = 3 xb.

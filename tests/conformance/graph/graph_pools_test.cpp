@@ -33,6 +33,20 @@ class GraphPools : public ::testing::Test {
   }
 };
 
+// The set-up most pool tests share: a stream o and x (kN floats filled with value on o), then base, the
+// settled reserved bytes with them in place.
+struct StreamWithInput {
+  Stream o;
+  DeviceFloats x{kN};
+  int64_t base = 0;
+
+  void setUp(float value) {
+    ASSERT_CREATED(o, x);
+    ASSERT_TRUE(fillNow(o, x, value, kN));
+    base = settledReserved();
+  }
+};
+
 // Ends g's capture on s at scope exit if it is still live (a failed assertion mid-capture).
 class ResetIfCapturing {
  public:
@@ -164,12 +178,7 @@ TEST_F(GraphPools, T77_KeepGraphInstantiatesOnReplayAndAgain) {
 
   // mtiaStreamEndCapture's graph is kept too: explicit instantiation, twice, then replay.
   Graph e;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(launchScale(s, y, x, 0.5f, kN));
-    ASSERT_OK(mtiaStreamEndCapture(s, e.out()));
-  }
+  ASSERT_TRUE(captureInto(e, s, [&] { return launchScale(s, y, x, 0.5f, kN); }));
   info = graphInfo(e);
   EXPECT_EQ(info.state, mtiaGraphStateCaptured);
   EXPECT_EQ(info.instantiated, 0);
@@ -221,9 +230,8 @@ TEST_F(GraphPools, T78_MisuseBeforeASuccessfulCaptureIsIllegalState) {
 // graph captures new work and replays that.
 TEST_F(GraphPools, T79_CaptureAgainOnlyAfterReset) {
   Stream s, s2;
-  ASSERT_OK(s.status());
-  ASSERT_OK(s2.status());
   DeviceFloats x(kN), y(kN);
+  ASSERT_CREATED(s, s2);
   ASSERT_TRUE(fillNow(s, x, 2.0f, kN));
   for (unsigned flags : {0u, mtiaGraphKeepGraph}) {
     SCOPED_TRACE("flags " + std::to_string(flags));
@@ -271,11 +279,11 @@ TEST_F(GraphPools, T79_CaptureAgainOnlyAfterReset) {
 // 80. Reset, reset, destroy: no double release (reserved memory back to the baseline, not below), the
 // handle is stale afterwards; destroy of never-captured and NULL graphs.
 TEST_F(GraphPools, T80_ResetResetDestroy) {
-  Stream s;
-  ASSERT_OK(s.status());
-  DeviceFloats x(kN);
-  ASSERT_TRUE(fillNow(s, x, 1.0f, kN));
-  const int64_t base = settledReserved();
+  StreamWithInput in;
+  ASSERT_NO_FATAL_FAILURE(in.setUp(1.0f));
+  Stream& s = in.o;
+  DeviceFloats& x = in.x;
+  const int64_t base = in.base;
   mtiaGraph_t g = nullptr;
   ASSERT_OK(mtiaGraphCreate(&g, 0));
   OnExit destroy([&] {
@@ -323,10 +331,8 @@ TEST_F(GraphPools, T80_ResetResetDestroy) {
 // untouched by mtiaEmptyCache); one on an unrelated stream does not.
 TEST_F(GraphPools, T81_CaptureAllocationsComeFromThePrivatePool) {
   Stream o, side, u;
-  ASSERT_OK(o.status());
-  ASSERT_OK(side.status());
-  ASSERT_OK(u.status());
   Event e1, e2;
+  ASSERT_CREATED(o, side, u);
   const int64_t base = settledReserved();
   Graph g(0);
   void *viaCurrent = nullptr, *onO = nullptr, *onSide = nullptr, *onU = nullptr;
@@ -416,11 +422,11 @@ TEST_F(GraphPools, T82_FreedBlockReusedAtTheSameAddress) {
 // 83. After the capture mtiaEmptyCache leaves the pool reserved (its blocks freed or not); after reset
 // with every pool block freed, reserved memory is back at the pre-capture baseline.
 TEST_F(GraphPools, T83_EmptyCacheKeepsPoolThenBaseline) {
-  Stream o;
-  ASSERT_OK(o.status());
-  DeviceFloats x(kN);
-  ASSERT_TRUE(fillNow(o, x, 2.0f, kN));
-  const int64_t base = settledReserved();
+  StreamWithInput in;
+  ASSERT_NO_FATAL_FAILURE(in.setUp(2.0f));
+  Stream& o = in.o;
+  DeviceFloats& x = in.x;
+  const int64_t base = in.base;
   Graph g(0);
   float* out = nullptr;
   OnExit freeOut([&] { mtiaFree(out); });
@@ -439,11 +445,11 @@ TEST_F(GraphPools, T83_EmptyCacheKeepsPoolThenBaseline) {
 // 84. Reset while an output allocated from the pool is alive: its memory (and contents) stay until it is
 // freed, and then go back without mtiaEmptyCache.
 TEST_F(GraphPools, T84_ResetWithALiveOutputKeepsItsMemoryUntilFreed) {
-  Stream o;
-  ASSERT_OK(o.status());
-  DeviceFloats x(kN);
-  ASSERT_TRUE(fillNow(o, x, 2.0f, kN));
-  const int64_t base = settledReserved();
+  StreamWithInput in;
+  ASSERT_NO_FATAL_FAILURE(in.setUp(2.0f));
+  Stream& o = in.o;
+  DeviceFloats& x = in.x;
+  const int64_t base = in.base;
   Graph g(0);
   float* out = nullptr;
   OnExit freeOut([&] { mtiaFree(out); });
@@ -464,11 +470,11 @@ TEST_F(GraphPools, T84_ResetWithALiveOutputKeepsItsMemoryUntilFreed) {
 // 85. g2 captured into g1's pool: less reserved than two pools; replaying g1 then g2 gives both results;
 // resetting g1 keeps the pool for g2, which replays correctly; everything goes back at the end.
 TEST_F(GraphPools, T85_SharedPoolReservesLessAndOutlivesTheFirstGraph) {
-  Stream o;
-  ASSERT_OK(o.status());
-  DeviceFloats x(kN);
-  ASSERT_TRUE(fillNow(o, x, 2.0f, kN));
-  const int64_t base = settledReserved();
+  StreamWithInput in;
+  ASSERT_NO_FATAL_FAILURE(in.setUp(2.0f));
+  Stream& o = in.o;
+  DeviceFloats& x = in.x;
+  const int64_t base = in.base;
 
   // Two private pools: each holds its 16 MiB temporary and 12 MiB output.
   int64_t twoPools = 0;
@@ -608,12 +614,13 @@ TEST_F(GraphPools, T86_FailedCaptureReleasesItsPool) {
 // 87. Capturing into a pool nobody uses any more (its graph was reset and holds no block), into an id
 // never given out, or with both halves set: mtiaErrorInvalidValue with a message, nothing begins.
 TEST_F(GraphPools, T87_CaptureIntoAPoolNoLongerInUseIsInvalidValue) {
-  Stream o, o2;
-  ASSERT_OK(o.status());
+  Stream o2;
   ASSERT_OK(o2.status());
-  DeviceFloats x(kN);
-  ASSERT_TRUE(fillNow(o, x, 1.0f, kN));
-  const int64_t base = settledReserved();
+  StreamWithInput in;
+  ASSERT_NO_FATAL_FAILURE(in.setUp(1.0f));
+  Stream& o = in.o;
+  DeviceFloats& x = in.x;
+  const int64_t base = in.base;
   Graph g1(0), g2(0), g3(0);
   float *out1 = nullptr, *out2 = nullptr;
   OnExit freeOuts([&] {
@@ -662,9 +669,8 @@ TEST_F(GraphPools, T87_CaptureIntoAPoolNoLongerInUseIsInvalidValue) {
 TEST_F(GraphPools, T88_DestroyDuringReplayWaitsForIt) {
   Gate gate;
   Stream o, r;
-  ASSERT_OK(o.status());
-  ASSERT_OK(r.status());
   DeviceFloats out(kN);
+  ASSERT_CREATED(o, r);
   ASSERT_TRUE(fillNow(r, out, -1.0f, kN));
   const int64_t base = settledReserved();
   mtiaGraph_t g = nullptr;
@@ -713,10 +719,8 @@ TEST_F(GraphPools, T88_DestroyDuringReplayWaitsForIt) {
 // so reserved bytes do not change at all.
 TEST_F(GraphPools, T89_NoDeviceFreeDuringCapture) {
   Stream o, side, u;
-  ASSERT_OK(o.status());
-  ASSERT_OK(side.status());
-  ASSERT_OK(u.status());
   Event e1, e2;
+  ASSERT_CREATED(o, side, u);
   // Cached default-pool memory an eager allocator could give back.
   ASSERT_OK(mtiaFree(mallocOn(24 * kMiB, o)));
   Graph g0(0), g1(0);

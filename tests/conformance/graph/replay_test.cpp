@@ -46,20 +46,13 @@ std::vector<float> readOn(mtiaStream_t s, const float* d, size_t n) {
 TEST(Replay, T64_ScaleReplayedWithNewInputs) {
   constexpr uint64_t n = 1024;
   Stream s;
-  ASSERT_OK(s.status());
   DeviceFloats x(n), y(n);
-  ASSERT_OK(x.status());
-  ASSERT_OK(y.status());
+  ASSERT_CREATED(s, x, y);
   ASSERT_TRUE(fillNow(s, x, 1.0f, n));
   ASSERT_TRUE(fillNow(s, y, -1.0f, n));
 
   Graph g;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(launchScale(s, y, x, 2.0f, n));
-    ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-  }
+  ASSERT_TRUE(captureInto(g, s, [&] { return launchScale(s, y, x, 2.0f, n); }));
   ASSERT_NE(g.get(), nullptr);
   EXPECT_TRUE(allEqual(readBack(y, n), n, -1.0f)) << "the captured kernel ran during the capture";
 
@@ -104,13 +97,9 @@ TEST(Replay, T65_HostCodeNotReplayedHostNodeIs) {
 TEST(Replay, T66_ReplayOnOtherStreamIsOrderedOnIt) {
   constexpr uint64_t n = 256;
   Stream o, side, r;
-  ASSERT_OK(o.status());
-  ASSERT_OK(side.status());
-  ASSERT_OK(r.status());
   Event e1, e2;
-  ASSERT_OK(e1.status());
-  ASSERT_OK(e2.status());
   DeviceFloats x(n), y1(n), y2(n), z1(n), z2(n);
+  ASSERT_CREATED(o, side, r, e1, e2);
   for (float* d : {x.get(), y1.get(), y2.get(), z1.get(), z2.get()}) ASSERT_NE(d, nullptr);
   ASSERT_TRUE(fillNow(r, x, 1.0f, n));
   for (float* d : {y1.get(), y2.get(), z1.get(), z2.get()}) ASSERT_TRUE(fillNow(r, d, -1.0f, n));
@@ -153,21 +142,14 @@ TEST(Replay, T66_ReplayOnOtherStreamIsOrderedOnIt) {
 // 67. One graph launched on A, then on B: the second run starts after the first finished.
 TEST(Replay, T67_SameGraphOnTwoStreamsRunsOneAfterTheOther) {
   Stream a, b, s;
-  ASSERT_OK(a.status());
-  ASSERT_OK(b.status());
-  ASSERT_OK(s.status());
+  ASSERT_CREATED(a, b, s);
 
   // (1) A graph whose only node is a gate: the run on B must not enter it while the run on A is inside.
   {
     Gate gate;
     Graph g;
     OnExit opener([&] { gate.open(); });
-    ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-    {
-      EndCaptureAtExit guard({s});
-      ASSERT_OK(gate.enqueue(s));
-      ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-    }
+    ASSERT_TRUE(captureInto(g, s, [&] { return gate.enqueue(s); }));
     Event doneB;
     ASSERT_OK(doneB.status());
     ASSERT_OK(mtiaGraphReplay(g, a));
@@ -212,10 +194,8 @@ TEST(Replay, T68_TwoGraphsOfTheSameWorkOnTwoStreams) {
   constexpr uint64_t n = 512;
   constexpr uint64_t kSleepUs = 300000;
   Stream s, a, b;
-  ASSERT_OK(s.status());
-  ASSERT_OK(a.status());
-  ASSERT_OK(b.status());
   DeviceFloats x(n), y1(n), z1(n), y2(n), z2(n);
+  ASSERT_CREATED(s, a, b);
   ASSERT_TRUE(fillNow(s, x, 3.0f, n));
   for (float* d : {y1.get(), z1.get(), y2.get(), z2.get()}) ASSERT_TRUE(fillNow(s, d, -1.0f, n));
   Graph g1, g2;
@@ -258,12 +238,9 @@ TEST(Replay, T69_EventAfterReplayWaitsForEveryNode) {
   constexpr uint64_t n = 128;
   Gate gate;
   Stream o, side, r;
-  ASSERT_OK(o.status());
-  ASSERT_OK(side.status());
-  ASSERT_OK(r.status());
   Event e1, e2, done;
-  ASSERT_OK(done.status());
   DeviceFloats y1(n), y2(n);
+  ASSERT_CREATED(o, side, r, done);
   ASSERT_TRUE(fillNow(r, y1, -1.0f, n));
   ASSERT_TRUE(fillNow(r, y2, -1.0f, n));
   Graph g;
@@ -298,8 +275,7 @@ TEST(Replay, T69_EventAfterReplayWaitsForEveryNode) {
 TEST(Replay, T70_ReplayReadsTheCapturedAddressAfterFree) {
   constexpr uint64_t n = 1000;
   Stream s, t;
-  ASSERT_OK(s.status());
-  ASSERT_OK(t.status());
+  ASSERT_CREATED(s, t);
   ASSERT_OK(mtiaDeviceSynchronize());
   ASSERT_OK(mtiaEmptyCache());  // no other cached block of this size on t
   DeviceFloats y(n);
@@ -308,12 +284,7 @@ TEST(Replay, T70_ReplayReadsTheCapturedAddressAfterFree) {
   ASSERT_TRUE(fillNow(t, x, 3.0f, n));
   ASSERT_TRUE(fillNow(t, y, -1.0f, n));
   Graph g;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(launchScale(s, y, x, 2.0f, n));
-    ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-  }
+  ASSERT_TRUE(captureInto(g, s, [&] { return launchScale(s, y, x, 2.0f, n); }));
   ASSERT_OK(mtiaGraphReplay(g, s));
   ASSERT_OK(mtiaStreamSynchronize(s));
   EXPECT_TRUE(allEqual(readBack(y, n), n, 6.0f));
@@ -346,10 +317,9 @@ TEST(Replay, T71_ExecUpdate) {
 TEST(Replay, T72_TemplateDroppedStillReplays) {
   constexpr uint64_t n = 300;
   Stream s;
-  ASSERT_OK(s.status());
   DeviceFloats x(n), y(n);
   Graph g(0);
-  ASSERT_OK(g.status());
+  ASSERT_CREATED(s, g);
   ASSERT_OK(mtiaGraphCaptureBegin(g, s, kNewPool, kGlobal));
   {
     OnExit end([&] {
@@ -375,18 +345,12 @@ TEST(Replay, T72_TemplateDroppedStillReplays) {
 TEST(Replay, T73_ReplayIntoACaptureIsUnsupported) {
   constexpr uint64_t n = 64;
   Stream s, c;
-  ASSERT_OK(s.status());
-  ASSERT_OK(c.status());
   DeviceFloats x(n), y(n);
+  ASSERT_CREATED(s, c);
   ASSERT_TRUE(fillNow(s, x, 4.0f, n));
   ASSERT_TRUE(fillNow(s, y, -1.0f, n));
   Graph g;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(launchScale(s, y, x, 2.0f, n));
-    ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-  }
+  ASSERT_TRUE(captureInto(g, s, [&] { return launchScale(s, y, x, 2.0f, n); }));
   ASSERT_OK(mtiaGraphInstantiate(g));
 
   ASSERT_OK(mtiaStreamBeginCapture(c, kGlobal));
@@ -418,12 +382,7 @@ TEST(Replay, T74_HundredThousandReplaysHoldNothing) {
   ASSERT_TRUE(fillNow(s, y, 0.0f, 1));
   ASSERT_TRUE(fillNow(s, one, 1.0f, 1));
   Graph g;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(launchAdd(s, y, y, one, 1));
-    ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-  }
+  ASSERT_TRUE(captureInto(g, s, [&] { return launchAdd(s, y, y, one, 1); }));
   for (int i = 0; i < kWarmup; ++i) ASSERT_OK(mtiaGraphReplay(g, s));
   ASSERT_OK(mtiaStreamSynchronize(s));
   const int64_t rss0 = residentBytes();
@@ -450,11 +409,10 @@ TEST(Replay, T74_HundredThousandReplaysHoldNothing) {
 TEST(Replay, T75_DotDumpListsEveryNodeAndEdge) {
   constexpr uint64_t n = 308;  // 1232 bytes
   Stream o, side;
-  ASSERT_OK(o.status());
-  ASSERT_OK(side.status());
   Event e1, e2;
   DeviceFloats a(n), b(n), c(n), d(n), d2(n);
   Graph g;
+  ASSERT_CREATED(o, side);
   ASSERT_OK(mtiaStreamBeginCapture(o, kGlobal));
   {
     EndCaptureAtExit guard({o, side});
@@ -502,8 +460,7 @@ TEST(Replay, MlpStepMatchesEager) {
   constexpr uint64_t B = 8, D = 16, H = 32, O = 4;
   constexpr int kSteps = 1000;
   Stream s, e;
-  ASSERT_OK(s.status());
-  ASSERT_OK(e.status());
+  ASSERT_CREATED(s, e);
   std::mt19937 rng(20240611);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto random = [&](size_t count) {
@@ -536,12 +493,7 @@ TEST(Replay, MlpStepMatchesEager) {
     return rc;
   };
   Graph g;
-  ASSERT_OK(mtiaStreamBeginCapture(s, kGlobal));
-  {
-    EndCaptureAtExit guard({s});
-    ASSERT_OK(step(s, gb));
-    ASSERT_OK(mtiaStreamEndCapture(s, g.out()));
-  }
+  ASSERT_TRUE(captureInto(g, s, [&] { return step(s, gb); }));
   EXPECT_EQ(graphInfo(g).numNodes, 5u);
 
   for (int i = 0; i < kSteps; ++i) {
