@@ -11,6 +11,8 @@
 //
 // A failing call skips the benchmark with its message and makes the program exit with status 1; a
 // reference library that cannot be loaded is reported and its benchmarks are not registered.
+#include "bench_util.hpp"
+
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <malloc.h>
@@ -29,7 +31,7 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace mtia::bench;
 
 // 4 KiB: a LayerNorm weight or its gradient at hidden size 1024 in fp32, the most common kind of small
 // tensor; in our small pool, and in every reference's small-size path. 4 MiB: the fp32 gradient of a
@@ -37,26 +39,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kSmallSize = size_t{4} << 10;
 constexpr size_t kLargeSize = size_t{4} << 20;
 constexpr int kWarmPairs = 16;  // untimed pairs before a fixed-size loop
-
-std::atomic<bool> gFailed{false};
-
-bool fail(benchmark::State& state, const std::string& message) {
-  gFailed.store(true);
-  std::fprintf(stderr, "alloc_bench: %s\n", message.c_str());
-  state.SkipWithError(message.c_str());
-  return false;
-}
-
-[[gnu::noinline]] bool failedCall(benchmark::State& state, mtiaError_t status, const char* call) {
-  return fail(state, std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage());
-}
-
-// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess. Inline,
-// so that a timed call costs no more than the call itself.
-inline bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
-  return status == mtiaSuccess || failedCall(state, status, call);
-}
-#define OK(state, call) ok((state), (call), #call)
 
 // Wall time per pair of the loop that ran from start to end. Threads each report their own; the
 // counter is their average, so with several threads it is the time per pair of one thread.
@@ -343,19 +325,6 @@ int64_t deviceAllocs(int dev) {
   return mtiaMemoryGetStats(dev, &stats) == mtiaSuccess ? stats.num_device_alloc : -1;
 }
 
-struct Stream {
-  mtiaStream_t h = nullptr;
-  Stream() = default;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (h != nullptr) {
-      mtiaStreamSynchronize(h);
-      mtiaStreamDestroy(h);
-    }
-  }
-};
-
 auto oursAllocate(benchmark::State& state) {
   return [&state](size_t bytes, void*& p) { return OK(state, mtiaMalloc(&p, bytes)); };
 }
@@ -462,6 +431,7 @@ void registerAll(const std::vector<HostAllocator>& references, int devices) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gProgram = "alloc_bench";
   reexecWithStaticTlsSurplus(argv);  // before Initialize, which removes the arguments it reads
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -20,6 +20,8 @@
 //
 // A failing runtime call skips the benchmark with the call's message and makes the program exit
 // with status 1, so the smoke test notices broken benchmarks.
+#include "bench_util.hpp"
+
 #include <benchmark/benchmark.h>
 #include <mtia/mtia.h>
 
@@ -32,67 +34,12 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace mtia::bench;
 
 constexpr int kBranches = 4;         // of the diamond: the origin stream and 3 side streams
 constexpr int kDiamondDepth = 5;     // sleep_us kernels per branch
 constexpr uint64_t kSleepUs = 2000;  // per sleep_us kernel
 constexpr mtiaDim3 kOne = {1, 1, 1};
-
-std::atomic<bool> gFailed{false};
-
-// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess.
-bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
-  if (status == mtiaSuccess) return true;
-  gFailed.store(true);
-  const std::string message =
-      std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage();
-  std::fprintf(stderr, "graph_bench: %s\n", message.c_str());
-  state.SkipWithError(message.c_str());
-  return false;
-}
-#define OK(state, call) ok((state), (call), #call)
-
-// Owners of runtime handles, so that an early return leaves nothing behind.
-struct Stream {
-  mtiaStream_t h = nullptr;
-  Stream() = default;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (h != nullptr) {
-      mtiaStreamSynchronize(h);
-      mtiaStreamDestroy(h);
-    }
-  }
-};
-struct Event {
-  mtiaEvent_t h = nullptr;
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (h != nullptr) mtiaEventDestroy(h);
-  }
-};
-struct Graph {
-  mtiaGraph_t h = nullptr;
-  Graph() = default;
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() {
-    if (h != nullptr) mtiaGraphDestroy(h);  // ends a capture left open by a failure, too
-  }
-};
-
-// Wall time of the benchmark loop per operation: call right after the loop with the time taken
-// right before it and the operations one iteration performs.
-void reportPerOp(benchmark::State& state, Clock::time_point start, int64_t opsPerIteration) {
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-  const int64_t ops = static_cast<int64_t>(state.iterations()) * opsPerIteration;
-  state.SetItemsProcessed(ops);
-  state.counters["ns_per_op"] = ops > 0 ? ns / static_cast<double>(ops) : 0.0;
-}
 
 bool noopFunction(benchmark::State& state, mtiaFunction_t* noop) {
   return OK(state, mtiaGetBuiltinFunction(noop, "noop"));
@@ -292,6 +239,7 @@ void registerAll() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gProgram = "graph_bench";
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   // Initialise the runtime before anything is timed.

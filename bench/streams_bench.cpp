@@ -16,6 +16,7 @@
 // kernels as one command list (driver ABI 1.2, what a graph replay submits)
 // next to N single submissions, on the simulated driver loaded as a module.
 #include "baseline/cv_stream.hpp"
+#include "bench_util.hpp"
 
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
@@ -36,7 +37,7 @@ namespace {
 
 using mtia::bench::baseline::CvEvent;
 using mtia::bench::baseline::CvStream;
-using Clock = std::chrono::steady_clock;
+using namespace mtia::bench;
 
 constexpr int64_t kLaunchBatch = 1000;     // empty kernels per synchronize
 constexpr int64_t kPingPongBatch = 100;    // round trips per synchronize
@@ -44,54 +45,8 @@ constexpr int64_t kColdIterations = 200;   // cold host-function launches per ru
 constexpr auto kColdIdle = std::chrono::milliseconds(1);  // long enough for every runtime thread to sleep
 constexpr mtiaDim3 kOne = {1, 1, 1};
 
-std::atomic<bool> gFailed{false};
-
-// False (and the benchmark skipped with the runtime's message) unless status is mtiaSuccess.
-bool ok(benchmark::State& state, mtiaError_t status, const char* call) {
-  if (status == mtiaSuccess) return true;
-  gFailed.store(true);
-  const std::string message =
-      std::string(call) + " returned " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage();
-  std::fprintf(stderr, "streams_bench: %s\n", message.c_str());
-  state.SkipWithError(message.c_str());
-  return false;
-}
-#define OK(state, call) ok((state), (call), #call)
-
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-// Owners of runtime handles, so that an early return leaves nothing behind.
-struct Stream {
-  mtiaStream_t h = nullptr;
-  Stream() = default;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (h != nullptr) {
-      mtiaStreamSynchronize(h);
-      mtiaStreamDestroy(h);
-    }
-  }
-};
-struct Event {
-  mtiaEvent_t h = nullptr;
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (h != nullptr) mtiaEventDestroy(h);
-  }
-};
-
-// Wall time of the benchmark loop per operation: call right after the loop with the time taken right
-// before it and the operations one iteration performs.
-void reportPerOp(benchmark::State& state, Clock::time_point start, int64_t opsPerIteration) {
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
-  const int64_t ops = static_cast<int64_t>(state.iterations()) * opsPerIteration;
-  state.SetItemsProcessed(ops);
-  state.counters["ns_per_op"] = ops > 0 ? ns / static_cast<double>(ops) : 0.0;
 }
 
 // Manual-time benchmarks: the per-operation time is the mean of what SetIterationTime was given.
@@ -540,6 +495,7 @@ void registerAll() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gProgram = "streams_bench";
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   // Initialise the runtime before anything is timed.
