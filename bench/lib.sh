@@ -72,3 +72,54 @@ bench_export_run_facts() {
   RUN_BENCH="$bench"
   RUN_LOAD="$load_before (before), $load_after (after)"
 }
+
+# bench_run NAME: runs $bench (5 repetitions, aggregates only, JSON, then MTIA_BENCH_ARGS) into
+# $out/NAME.json, through NAME.json.tmp so that a failed run leaves the last good file in place.
+bench_run() {
+  local name="$1"
+  "$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
+    "${extra[@]}" >"$out/$name.json.tmp" || die "$bench failed (partial output in $out/$name.json.tmp)"
+  mv "$out/$name.json.tmp" "$out/$name.json"
+}
+
+# The start of every report writer: its arguments (bench_path, the more_paths given to bench_report,
+# md_path), the run facts (machine), and of $out/NAME.json the context and, per WORKLOAD/SIDE, the
+# median ns_per_op (medians), the whole median record (median_records), the coefficient of variation
+# (spreads) and the error message of a failed benchmark (errors).
+bench_report_prelude='import json
+import os
+import sys
+
+bench_path, *more_paths, md_path = sys.argv[1:]
+machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+
+with open(bench_path) as f:
+    data = json.load(f)
+context = data.get("context", {})
+medians, median_records, spreads, errors = {}, {}, {}, {}
+for b in data.get("benchmarks", []):
+    # run_name is WORKLOAD/SIDE[/ARG...][/real_time|/manual_time][/threads:N][/iterations:N...]
+    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
+    if b.get("error_occurred"):
+        errors[name] = b.get("error_message", "error")
+    if "ns_per_op" not in b:
+        continue
+    if b.get("aggregate_name") == "median":
+        medians[name] = b["ns_per_op"]
+        median_records[name] = b
+    elif b.get("aggregate_name") == "cv":
+        spreads[name] = b["ns_per_op"]
+'
+
+# bench_report NAME [MORE_JSON...] <<'EOF' ... EOF: exports the run facts (call it when the programs
+# are done), then writes $out/NAME.md with the Python read from stdin, run after bench_report_prelude,
+# and prints it.
+bench_report() {
+  local name="$1"
+  shift
+  bench_export_run_facts
+  { printf '%s\n' "$bench_report_prelude"; cat; } | python3 - "$out/$name.json" "$@" "$out/$name.md.tmp" ||
+    die "the report writer failed"
+  mv "$out/$name.md.tmp" "$out/$name.md"
+  cat "$out/$name.md"
+}

@@ -21,18 +21,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup alloc_bench "${1:-}"
 
 echo "run_alloc: $bench (load average $load_before)"
-"$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
-  "${extra[@]}" >"$out/alloc.json.tmp" || die "$bench failed (partial output in $out/alloc.json.tmp)"
-mv "$out/alloc.json.tmp" "$out/alloc.json"
+bench_run alloc
 
-bench_export_run_facts
-python3 - "$out/alloc.json" "$out/alloc.md.tmp" <<'EOF'
-import json
-import os
-import sys
-
-bench_path, md_path = sys.argv[1:3]
-machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+bench_report alloc <<'EOF'
 REFERENCES = ("glibc", "jemalloc", "mimalloc")
 
 # workload: (title, target ns for ours or None)
@@ -42,26 +33,7 @@ WORKLOADS = [
     ("mix", "transformer size mix, free one of 128 live + malloc the next", 60),
 ]
 
-with open(bench_path) as f:
-    data = json.load(f)
-context = data.get("context", {})
-medians = {}
-spreads = {}  # coefficient of variation over the repetitions
-device_allocs = {}
-errors = {}
-for b in data.get("benchmarks", []):
-    # run_name is WORKLOAD/SIDE[/real_time][/threads:N]
-    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
-    if b.get("error_occurred"):
-        errors[name] = b.get("error_message", "error")
-    if "ns_per_op" not in b:
-        continue
-    if b.get("aggregate_name") == "median":
-        medians[name] = b["ns_per_op"]
-        if "device_allocs" in b:
-            device_allocs[name] = b["device_allocs"]
-    elif b.get("aggregate_name") == "cv":
-        spreads[name] = b["ns_per_op"]
+device_allocs = {name: b["device_allocs"] for name, b in median_records.items() if "device_allocs" in b}
 
 
 def fmt_ns(name):
@@ -163,5 +135,3 @@ lines.append("")
 with open(md_path, "w") as f:
     f.write("\n".join(lines))
 EOF
-mv "$out/alloc.md.tmp" "$out/alloc.md"
-cat "$out/alloc.md"

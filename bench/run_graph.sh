@@ -21,18 +21,9 @@ bench_setup graph_bench "${1:-}"
 export MTIA_SIM_ENGINES="${MTIA_SIM_ENGINES:-4}"
 
 echo "run_graph: $bench (load average $load_before, MTIA_SIM_ENGINES=$MTIA_SIM_ENGINES)"
-"$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
-  "${extra[@]}" >"$out/graph.json.tmp" || die "$bench failed (partial output in $out/graph.json.tmp)"
-mv "$out/graph.json.tmp" "$out/graph.json"
+bench_run graph
 
-bench_export_run_facts
-python3 - "$out/graph.json" "$out/graph.md.tmp" <<'EOF'
-import json
-import os
-import sys
-
-bench_path, md_path = sys.argv[1:3]
-machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+bench_report graph <<'EOF'
 
 REPLAY_SIZES = [1, 10, 100, 1000]
 REPLAY_TARGET_NS = 50  # per node, at the largest graph
@@ -41,22 +32,7 @@ INSTANTIATE_SIZES = [100, 1000, 10000]
 INSTANTIATE_TARGET_NS = 1000  # per node, at 1000 nodes
 DIAMOND_SLACK = 1.25  # the diamond's replay over one branch's: "about the time of one branch"
 
-with open(bench_path) as f:
-    data = json.load(f)
-context = data.get("context", {})
-medians, spreads, counters, errors = {}, {}, {}, {}
-for b in data.get("benchmarks", []):
-    # run_name is WORKLOAD/SIDE[/ARG][/real_time|/manual_time]
-    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
-    if b.get("error_occurred"):
-        errors[name] = b.get("error_message", "error")
-    if "ns_per_op" not in b:
-        continue
-    if b.get("aggregate_name") == "median":
-        medians[name] = b["ns_per_op"]
-        counters[name] = b
-    elif b.get("aggregate_name") == "cv":
-        spreads[name] = b["ns_per_op"]
+counters = median_records
 
 
 def fmt(name):
@@ -165,5 +141,3 @@ lines += ["", "Per replay (straight-line graphs): " + ", ".join(
 with open(md_path, "w") as f:
     f.write("\n".join(lines))
 EOF
-mv "$out/graph.md.tmp" "$out/graph.md"
-cat "$out/graph.md"

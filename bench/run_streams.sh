@@ -24,22 +24,13 @@ idle="${2:-$(dirname "$bench")/idle_cpu}"
 [[ -x "$idle" ]] || die "$idle is not an executable"
 
 echo "run_streams: $bench (load average $load_before)"
-"$bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true --benchmark_format=json \
-  "${extra[@]}" >"$out/streams.json.tmp" || die "$bench failed (partial output in $out/streams.json.tmp)"
-mv "$out/streams.json.tmp" "$out/streams.json"
+bench_run streams
 
 echo "run_streams: $idle"
 "$idle" --seconds=1 --repetitions=3 >"$out/idle_cpu.json.tmp" || die "$idle failed"
 mv "$out/idle_cpu.json.tmp" "$out/idle_cpu.json"
 
-bench_export_run_facts
-python3 - "$out/streams.json" "$out/idle_cpu.json" "$out/streams.md.tmp" <<'EOF'
-import json
-import os
-import sys
-
-bench_path, idle_path, md_path = sys.argv[1:4]
-machine = {key: os.environ["RUN_" + key.upper()] for key in ("date", "nproc", "cpu", "commit", "bench", "load")}
+bench_report streams "$out/idle_cpu.json" <<'EOF'
 
 # workload: (title, unit, target ns or None, minimum speed-up over the baseline or None)
 WORKLOADS = [
@@ -64,22 +55,7 @@ DIAGNOSTICS = [
     ("diag_event_query", "event query of a completed event"),
 ]
 
-with open(bench_path) as f:
-    data = json.load(f)
-medians = {}
-spreads = {}  # coefficient of variation over the repetitions
-errors = {}
-for b in data.get("benchmarks", []):
-    # run_name is WORKLOAD/SIDE[/ARG...][/real_time|/manual_time|/iterations:N...]
-    name = "/".join(b.get("run_name", b["name"]).split("/")[:2])
-    if b.get("error_occurred"):
-        errors[name] = b.get("error_message", "error")
-    if "ns_per_op" not in b:
-        continue
-    if b.get("aggregate_name") == "median":
-        medians[name] = b["ns_per_op"]
-    elif b.get("aggregate_name") == "cv":
-        spreads[name] = b["ns_per_op"]
+idle_path = more_paths[0]
 
 
 def fmt_ns(name):
@@ -177,5 +153,3 @@ lines.append("")
 with open(md_path, "w") as f:
     f.write("\n".join(lines))
 EOF
-mv "$out/streams.md.tmp" "$out/streams.md"
-cat "$out/streams.md"
