@@ -1,7 +1,8 @@
 /* The README's main job: a workload on the (simulated) device through the
  * public C ABI only. Lists devices, runs built-in kernels on two streams joined
  * by events, times them with events, checks the numbers, captures the same
- * work into a graph and replays it (same results, faster), prints the caching
+ * work into a graph and replays it (same results, faster), replays a chain of
+ * 500 small launches as one graph against launching them one by one, prints the caching
  * allocator's statistics and shows what an out-of-memory report looks like.
  * Exit status 0 when every check passed. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
@@ -137,6 +138,70 @@ static int replay_graph(int dev, Workload* w, const float* y, float sum, const f
   return same ? 0 : 1;
 }
 
+/* Where graphs pay most: many small launches. A chain of STEPS axpy kernels over a short vector,
+ * run eagerly and as one graph (one device submission per replay); checks that both end with the
+ * same vector and prints the speed-up. Returns failures. */
+static int launch_bound(int dev, Workload* w) {
+  enum { STEPS = 500, N = 16, ROUNDS = 5, RUNS = 20 };
+  mtiaDim3 one = {1, 1, 1};
+  uint64_t n = N;
+  float a = 0.5f;
+  float *dx = NULL, *dy = NULL, *dy0 = NULL;
+  float eager_y[N], graph_y[N], ones[N];
+  mtiaGraph_t graph;
+  mtiaMemPoolId_t pool = {0, 0};
+  double ms[2] = {1e30, 1e30};
+  struct timespec t0, t1;
+  int i, mode, round, run, same;
+  void* copy_args[3];
+  void* axpy_args[4];
+
+  for (i = 0; i < N; ++i) ones[i] = 1.0f;
+  CHECK(mtiaMalloc((void**)&dx, sizeof ones));
+  CHECK(mtiaMalloc((void**)&dy, sizeof ones));
+  CHECK(mtiaMalloc((void**)&dy0, sizeof ones));
+  CHECK(mtiaMemcpy(dx, ones, sizeof ones, mtiaMemcpyHostToDevice));
+  CHECK(mtiaMemcpy(dy0, ones, sizeof ones, mtiaMemcpyHostToDevice));
+  copy_args[0] = &dy, copy_args[1] = &dy0, copy_args[2] = &n;
+  axpy_args[0] = &dy, axpy_args[1] = &a, axpy_args[2] = &dx, axpy_args[3] = &n;
+
+  CHECK(mtiaGraphCreate(&graph, 0));
+  CHECK(mtiaGraphCaptureBegin(graph, w->work, pool, mtiaStreamCaptureModeGlobal));
+  CHECK(mtiaLaunchKernel(w->copy, one, one, copy_args, 0, w->work));
+  for (i = 0; i < STEPS; ++i) CHECK(mtiaLaunchKernel(w->axpy, one, one, axpy_args, 0, w->work));
+  CHECK(mtiaGraphCaptureEnd(graph));
+
+  for (round = 0; round < ROUNDS; ++round) {
+    for (mode = 0; mode < 2; ++mode) { /* 0: eager, 1: replay */
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      for (run = 0; run < RUNS; ++run) {
+        if (mode == 1) {
+          CHECK(mtiaGraphReplay(graph, w->work));
+        } else {
+          CHECK(mtiaLaunchKernel(w->copy, one, one, copy_args, 0, w->work));
+          for (i = 0; i < STEPS; ++i) CHECK(mtiaLaunchKernel(w->axpy, one, one, axpy_args, 0, w->work));
+        }
+        CHECK(mtiaStreamSynchronize(w->work));
+      }
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      {
+        double t = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+        if (t < ms[mode]) ms[mode] = t;
+      }
+      CHECK(mtiaMemcpy(mode == 0 ? eager_y : graph_y, dy, sizeof ones, mtiaMemcpyDeviceToHost));
+    }
+  }
+  CHECK(mtiaGraphDestroy(graph));
+  same = memcmp(eager_y, graph_y, sizeof ones) == 0 && near(graph_y[0], 1.0f + 0.5f * STEPS);
+  printf("  device %d: %d small launches as one graph: results %s; %d runs (best of %d): eager %.2f ms, "
+         "replay %.2f ms, speed-up %.1fx\n",
+         dev, STEPS + 1, same ? "equal" : "DIFFER", RUNS, ROUNDS, ms[0], ms[1], ms[0] / ms[1]);
+  CHECK(mtiaFree(dx));
+  CHECK(mtiaFree(dy));
+  CHECK(mtiaFree(dy0));
+  return same ? 0 : 1;
+}
+
 /* The workload on device dev, eagerly (timed with events, checked against the host), then as a
  * graph. Returns failures. */
 static int run_on(int dev) {
@@ -215,6 +280,7 @@ static int run_on(int dev) {
          "%.3f ms on the device; %zu bytes in use\n",
          dev, N, (double)sum, expect_sum, M, P, failures ? "WRONG" : "ok", (double)ms, free_before - free_after);
   failures += replay_graph(dev, &w, hy, sum, hc);
+  failures += launch_bound(dev, &w);
 
   CHECK(mtiaEventDestroy(w.fork));
   CHECK(mtiaEventDestroy(w.side_done));
