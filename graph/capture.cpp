@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_set>
 
 namespace mtia::graph {
 namespace {

@@ -108,10 +108,6 @@ class CaptureRegistry final : public streams::CaptureLink {
 class Capture {
  public:
   uint64_t id() const noexcept { return id_; }
-  int device() const noexcept { return device_; }
-  mtiaStreamCaptureMode mode() const noexcept { return mode_; }
-  // Node count so far (under the registry's mutex: approximate for other threads).
-  size_t nodeCount() const noexcept { return graph_ ? graph_->nodeCount() : 0; }
 
  private:
   friend class CaptureRegistry;
