@@ -46,7 +46,11 @@ for workload in train train-varlen kv-cache; do
   python3 - "$work/$workload.json" "$work/$workload.pickle" <<'PY' || fail "$workload: python3 reads our pickle differently"
 import json, pickle, sys
 j = json.load(open(sys.argv[1]))
-p = pickle.load(open(sys.argv[2], "rb"))
+def lists(v):  # the pickle's tuples (pool ids) are JSON's lists
+    if isinstance(v, (list, tuple)): return [lists(x) for x in v]
+    if isinstance(v, dict): return {k: lists(x) for k, x in v.items()}
+    return v
+p = lists(pickle.load(open(sys.argv[2], "rb")))
 assert j == p, "JSON and pickle differ"
 assert set(j) >= {"segments", "device_traces", "allocator_settings", "external_annotations"}
 for e in j["device_traces"][0]:

@@ -2,7 +2,7 @@
 // strings, repeated strings fetched from the memo, containers past the 1000-item batches, tuples.
 // (python3 reads the writer's snapshots in the end-to-end test.)
 #include "pickle_reader.hpp"
-#include "pickle_writer.hpp"
+#include "allocator/snapshot/pickle_writer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // (2.0 block history, PyTorch 1.13's bare list of segments); the same snapshot as a pickle; and clear
 // errors, naming where, for files that are not snapshots.
 #include "snapshot_reader.hpp"
-#include "snapshot_writer.hpp"
+#include "allocator/snapshot/writer.hpp"
 #include "trace_generator.hpp"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 //                   [--format json|pickle]
 #include "byte_size.hpp"
 #include "commands.hpp"
-#include "snapshot_writer.hpp"
+#include "allocator/snapshot/writer.hpp"
 #include "trace_generator.hpp"
 
 #include <fmt/format.h>

@@ -6,7 +6,7 @@
 // as the question is usually "would it fit".
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <cstdint>
 #include <stdexcept>

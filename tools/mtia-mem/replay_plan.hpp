@@ -11,7 +11,7 @@
 // a prelude, untimed, so that the replay holds the memory the recording did.
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <cstdint>
 #include <stdexcept>

@@ -12,7 +12,7 @@
 //   bool str(std::string_view&) const; bool boolean(bool&) const;
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 #include "snapshot_reader.hpp"
 
 #include <fmt/format.h>

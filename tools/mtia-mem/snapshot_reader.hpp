@@ -4,7 +4,7 @@
 // (a pickle of protocol 2 or later starts with PROTO, 0x80).
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <stdexcept>
 #include <string>

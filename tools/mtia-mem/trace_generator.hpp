@@ -35,7 +35,7 @@
 // gives the same trace everywhere.
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
-#include "snapshot_writer.hpp"
+#include "allocator/snapshot/writer.hpp"
 
-#include "pickle_writer.hpp"
+#include "allocator/snapshot/pickle_writer.hpp"
 
 #include <fmt/format.h>
 
@@ -55,6 +55,34 @@ class JsonOut {
     }
     put("]");
   }
+  void value(const Value& v) {
+    switch (v.kind) {
+      case Value::Kind::None: return put("null");
+      case Value::Kind::Bool: return put("{}", v.boolean);
+      case Value::Kind::Int: return put("{}", v.integer);
+      case Value::Kind::Float:
+        if (std::isfinite(v.real)) return put("{}", v.real);
+        return put("null");  // JSON has no NaN or infinity
+      case Value::Kind::String: return string(v.text);
+      case Value::Kind::List:
+      case Value::Kind::Tuple:
+        put("[");
+        for (size_t i = 0; i < v.items.size(); ++i) {
+          if (i) put(", ");
+          value(v.items[i]);
+        }
+        return put("]");
+      case Value::Kind::Dict:
+        put("{{");
+        for (size_t i = 0; i < v.fields.size(); ++i) {
+          if (i) put(", ");
+          string(v.fields[i].first);
+          put(": ");
+          value(v.fields[i].second);
+        }
+        return put("}}");
+    }
+  }
   void flush() {
     out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
     buf_.clear();
@@ -97,6 +125,33 @@ class PickleOut {
     if (memo_.size() <= id) memo_.resize(id + 1, kUnset);
     memo_[id] = w_.memoize();
   }
+  void value(const Value& v) {
+    switch (v.kind) {
+      case Value::Kind::None: return w_.none();
+      case Value::Kind::Bool: return w_.boolean(v.boolean);
+      case Value::Kind::Int: return w_.integer(v.integer);
+      case Value::Kind::Float: return w_.real(v.real);
+      case Value::Kind::String: return w_.string(v.text);
+      case Value::Kind::List:
+        w_.beginList();
+        for (const Value& item : v.items) {
+          w_.item();
+          value(item);
+        }
+        return w_.end();
+      case Value::Kind::Tuple:
+        w_.beginTuple();
+        for (const Value& item : v.items) value(item);
+        return w_.endTuple();
+      case Value::Kind::Dict:
+        w_.beginDict();
+        for (const auto& [k, item] : v.fields) {
+          key(k);
+          value(item);
+        }
+        return w_.end();
+    }
+  }
   pickle::Writer& w() { return w_; }
 
  private:
@@ -138,13 +193,25 @@ void writeJson(const Snapshot& snap, std::ostream& out) {
       j.put("{}\n{{\"action\": \"{}\", \"{}\": {}, \"size\": {}, \"stream\": {}, \"time_us\": ", i ? "," : "",
             actionName(e.action), e.action == Action::Oom ? "device_free" : "addr", e.addr, e.size, e.stream);
       j.time(e.timeUs);
+      j.put(", \"pool_id\": [{}, {}], \"compile_context\": ", e.poolId[0], e.poolId[1]);
+      j.string(snap.strings[e.compileContext]);
+      j.put(", \"user_metadata\": ");
+      j.string(snap.strings[e.userMetadata]);
       j.put(", \"frames\": ");
       j.frames(snap, e.stack);
       j.put("}}");
     }
     j.put("]");
   }
-  j.put("],\n\"allocator_settings\": {{}}, \"external_annotations\": []}}\n");
+  j.put("],\n\"allocator_settings\": ");
+  if (snap.allocatorSettings.kind == Value::Kind::Dict) j.value(snap.allocatorSettings);
+  else j.put("{{}}");
+  j.put(",\n\"external_annotations\": [");
+  for (size_t i = 0; i < snap.externalAnnotations.size(); ++i) {
+    if (i) j.put(",\n");
+    j.value(snap.externalAnnotations[i]);
+  }
+  j.put("]}}\n");
 }
 
 std::string toPickle(const Snapshot& snap) {
@@ -206,6 +273,14 @@ std::string toPickle(const Snapshot& snap) {
       p.key("time_us");
       if (wholeMicros(e.timeUs)) w.integer(static_cast<int64_t>(e.timeUs));
       else w.real(e.timeUs);
+      p.key("pool_id");
+      w.unsignedInteger(e.poolId[0]);
+      w.unsignedInteger(e.poolId[1]);
+      w.tuple2();
+      p.key("compile_context");
+      w.string(snap.strings[e.compileContext]);
+      p.key("user_metadata");
+      w.string(snap.strings[e.userMetadata]);
       p.frames(e.stack);
       w.end();
     }
@@ -213,10 +288,18 @@ std::string toPickle(const Snapshot& snap) {
   }
   w.end();
   p.key("allocator_settings");
-  w.beginDict();
-  w.end();
+  if (snap.allocatorSettings.kind == Value::Kind::Dict) {
+    p.value(snap.allocatorSettings);
+  } else {
+    w.beginDict();
+    w.end();
+  }
   p.key("external_annotations");
   w.beginList();
+  for (const Value& a : snap.externalAnnotations) {
+    w.item();
+    p.value(a);
+  }
   w.end();
   w.end();
   w.finish();

@@ -4,7 +4,7 @@
 // shape read in comes out as 2.x.
 #pragma once
 
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <ostream>
 #include <string>

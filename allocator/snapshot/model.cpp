@@ -1,4 +1,4 @@
-#include "snapshot.hpp"
+#include "allocator/snapshot/model.hpp"
 
 #include <fmt/format.h>
 
@@ -42,6 +42,13 @@ StackId StackTable::intern(const std::vector<Frame>& frames) {
   for (const Frame& f : frames) fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f{}\x1e", f.filename, f.line, f.name);
   auto [it, added] = index_.try_emplace(std::move(key), static_cast<StackId>(stacks_.size()));
   if (added) stacks_.push_back(frames);
+  return it->second;
+}
+
+uint32_t Snapshot::internString(std::string_view s) {
+  if (s.empty()) return 0;
+  auto [it, added] = stringIndex_.try_emplace(std::string(s), static_cast<uint32_t>(strings.size()));
+  if (added) strings.emplace_back(s);
   return it->second;
 }
 

@@ -24,6 +24,9 @@ class Writer {
   void real(double v);
   void string(std::string_view s);  // UTF-8
   void tuple2();                     // the last two values written become a tuple
+  // A tuple of any length: its values are written between the two (no item() calls).
+  void beginTuple();
+  void endTuple();
 
   // A list's items or a dict's keys and values follow begin*; item() comes before each list item and
   // each dict key.

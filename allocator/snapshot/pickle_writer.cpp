@@ -1,4 +1,4 @@
-#include "pickle_writer.hpp"
+#include "allocator/snapshot/pickle_writer.hpp"
 
 #include <bit>
 
@@ -74,6 +74,8 @@ void Writer::string(std::string_view s) {
 }
 
 void Writer::tuple2() { op(0x86); }
+void Writer::beginTuple() { op('('); }  // MARK
+void Writer::endTuple() { op('t'); }    // TUPLE
 
 void Writer::beginList() {
   op(']');
