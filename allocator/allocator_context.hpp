@@ -1,10 +1,11 @@
 // What the device allocators of a process share: the settings, the
-// out-of-memory observers, the free-memory callbacks and the counter behind
+// history recorder, the out-of-memory observers, the free-memory callbacks and the counter behind
 // fresh pool ids. Observers and callbacks are called with no allocator lock
 // held, so they may allocate and free themselves.
 #pragma once
 
 #include "allocator/alloc_config.hpp"
+#include "allocator/history/history_recorder.hpp"
 #include "allocator/pool_id.hpp"
 
 #include <atomic>
@@ -34,6 +35,9 @@ class AllocatorContext {
   // Calls every callback; true when one of them says it freed something.
   bool runFreeMemoryCallbacks(int dev, size_t requested) const;
 
+  // Memory-history recording: settings, contexts, annotations (history_recorder.hpp).
+  HistoryRecorder& history() noexcept { return history_; }
+
   // A fresh {0, n} pool id (n from 1, never repeated). Thread-safe.
   PoolId newPoolId() noexcept { return PoolId{0, nextPool_.fetch_add(1, std::memory_order_relaxed)}; }
 
@@ -50,6 +54,7 @@ class AllocatorContext {
   std::vector<Entry<FreeMemoryCallback>> callbacks_;
   std::atomic<size_t> callbackCount_{0};
   std::atomic<uint64_t> nextPool_{1};
+  HistoryRecorder history_;
 };
 
 }  // namespace mtia::allocator

@@ -17,6 +17,7 @@ class Stream;
 
 namespace mtia::allocator {
 
+class AllocContext;
 class BlockPool;
 struct Segment;
 
@@ -37,6 +38,9 @@ struct Block {
   std::vector<std::shared_ptr<streams::Stream>> streamUses;
   int pendingUses = 0;         // of those waits, the ones not yet done
   uint64_t gcStamp = 0;        // the pool search count when it was cached (its age for garbage collection)
+  // Memory history: who allocated it (one reference), from allocation until the free completes; null
+  // when not recording.
+  AllocContext* context = nullptr;
 
   // Part of a segment that was split (the segment cannot go back to the device as a whole).
   bool isSplit() const { return prev != nullptr || next != nullptr; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <new>
+#include <utility>
 
 namespace mtia::allocator {
 
@@ -18,7 +19,12 @@ DeviceAllocator::DeviceAllocator(const driver::Driver& driver, int device, int32
 
 DeviceAllocator::~DeviceAllocator() {
   memory_.release(held_);
+  // History references go without calling the provider: the process is ending (Python may be gone).
+  HistoryRecorder& history = context_.history();
+  for (AllocContext* c : trace_.clear()) history.unref(c);
   for (auto& [base, seg] : segments_) {
+    history.unref(seg->context);
+    for (Block* b = seg->head; b != nullptr; b = b->next) history.unref(b->context);
     if (seg->expandable) {
       for (size_t i = 0; i < seg->chunks.size(); ++i)
         if (seg->chunks[i] != nullptr) memory_.unmap(seg->base + i * seg->chunkSize, seg->chunkSize, seg->chunks[i]);
@@ -36,7 +42,20 @@ DeviceAllocator::~DeviceAllocator() {
 }
 
 void* DeviceAllocator::allocate(size_t size, streams::Stream& stream) {
+  // Memory history: the caller's context is captured before the lock (stack walks are slow next to
+  // a cache hit); whatever references are dropped under the lock are released after it.
+  HistoryRecorder& history = context_.history();
+  struct ContextScope {
+    HistoryRecorder& history;
+    AllocContext* ctx;
+    ~ContextScope() {
+      allocContext_ = nullptr;
+      history.unref(ctx);
+      history.drain();
+    }
+  } scope{history, history.recording() ? history.capture() : nullptr};
   Lock lock(mu_);
+  allocContext_ = scope.ctx;
   if (!capturing()) processEvents();
   const size_t rounded = roundSize(size, config_);
   const uint64_t sid = static_cast<uint64_t>(stream.id());
@@ -55,8 +74,9 @@ void* DeviceAllocator::allocate(size_t size, streams::Stream& stream) {
   }
   if (b == nullptr) b = allocateFresh(lock, *pool, stream, rounded);
   if (b == nullptr) b = outOfMemoryLadder(lock, *pool, stream, rounded);
-  if (b == nullptr) outOfMemory(lock, size, rounded);
+  if (b == nullptr) outOfMemory(lock, size, rounded, sid);
   serve(b, rounded, size);
+  if (history.recording()) noteAlloc(b, std::exchange(scope.ctx, nullptr));
   return reinterpret_cast<void*>(b->address);
 }
 
@@ -205,6 +225,7 @@ Block* DeviceAllocator::newSegment(Lock& lock, BlockPool& pool, streams::Stream&
   seg->head = b;
   countSegment(*seg, true);
   countMapped(*seg, size, 1, true);
+  noteSegmentAlloc(seg.get());
   seg.release();
   return b;
 }
@@ -256,6 +277,10 @@ void DeviceAllocator::countMapped(const Segment& seg, size_t bytes, size_t chunk
 }
 
 void DeviceAllocator::free(void* ptr) {
+  struct DrainAfterUnlock {  // framework ids whose last reference this free drops go back after the lock
+    HistoryRecorder& history;
+    ~DrainAfterUnlock() { history.drain(); }
+  } drain{context_.history()};
   Lock lock(mu_);
   Block* b = live_.erase(reinterpret_cast<uintptr_t>(ptr));
   if (b == nullptr) {
@@ -267,6 +292,7 @@ void DeviceAllocator::free(void* ptr) {
          device_);
   }
   b->allocated = false;
+  noteFreeRequested(b);
   const PoolKind kind = b->pool->kind();
   stats_.allocation.decrease(kind, 1);
   stats_.allocatedBytes.decrease(kind, static_cast<int64_t>(b->size));
@@ -330,6 +356,7 @@ void DeviceAllocator::giveBack(Leftovers& left) {
 }
 
 void DeviceAllocator::freeBlock(Block* b) {
+  noteFreeCompleted(b);
   BlockPool& pool = *b->pool;
   stats_.active.decrease(pool.kind(), 1);
   stats_.activeBytes.decrease(pool.kind(), static_cast<int64_t>(b->size));

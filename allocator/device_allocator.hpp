@@ -64,6 +64,8 @@
 #include "allocator/allocator_context.hpp"
 #include "allocator/block_pool.hpp"
 #include "allocator/driver_memory.hpp"
+#include "allocator/history/device_snapshot.hpp"
+#include "allocator/history/trace_ring.hpp"
 #include "allocator/pool_id.hpp"
 #include "allocator/private_pool.hpp"
 #include "allocator/segment.hpp"
@@ -148,6 +150,16 @@ class DeviceAllocator {
   // alike; for an expandable segment, inside its mapped chunks). bytes 0: whether ptr does. Thread-safe.
   bool poolOwns(PoolId id, const void* ptr, size_t bytes) const;
 
+  // --- memory history (device_allocator_history.cpp)
+  // Applies the history recorder's settings to what this device holds: Off forgets the trace ring and
+  // the contexts of live blocks and segments, State forgets the ring, All resizes it (newest kept).
+  // Thread-safe, non-blocking; throws std::bad_alloc (ring).
+  void applyHistorySettings();
+  // A copy of the segments and blocks and, with traces, of the trace ring (a "snapshot" entry is
+  // recorded first while tracing), each context with a reference of its own. Thread-safe,
+  // non-blocking; throws std::bad_alloc.
+  DeviceSnapshot collectSnapshot(bool traces);
+
  private:
   struct PendingUse {
     std::shared_ptr<streams::Stream> stream;
@@ -202,8 +214,27 @@ class DeviceAllocator {
   }
   void countSegment(const Segment& seg, bool added);
   void countMapped(const Segment& seg, size_t bytes, size_t chunks, bool mapped);
-  [[noreturn]] void outOfMemory(Lock& lock, size_t size, size_t rounded);
+  [[noreturn]] void outOfMemory(Lock& lock, size_t size, size_t rounded, uint64_t stream);
   std::string outOfMemoryMessage(size_t size, size_t rounded, uint64_t free, uint64_t total) const;
+
+  // --- memory history (device_allocator_history.cpp); every note* is a no-op while not recording
+  // An entry in the trace ring while tracing (ctx: a context to mention, referenced anew).
+  void record(mem::Action action, uint64_t addr, uint64_t size, uint64_t stream, PoolId pool,
+              AllocContext* ctx) noexcept;
+  static PoolId poolIdOf(const Segment& seg);
+  // b was just served for the calling thread's allocation, whose context ctx (a reference the block
+  // takes over) was captured before the lock.
+  void noteAlloc(Block* b, AllocContext* ctx) noexcept;
+  void noteFreeRequested(const Block* b) noexcept;
+  // b's free completes (it is about to be cached): its context is dropped.
+  void noteFreeCompleted(Block* b) noexcept;
+  // A plain segment was created, or chunks [first, last) of an expandable one mapped, for the calling
+  // thread's allocation.
+  void noteSegmentAlloc(Segment* seg) noexcept;
+  void noteMapped(Segment* seg, size_t first, size_t last) noexcept;
+  void noteUnmapped(const Segment& seg, size_t first, size_t last) noexcept;
+  // seg goes back to the device: segment_free (plain) or segment_unmap per mapped run, context dropped.
+  void noteSegmentRelease(Segment* seg) noexcept;
 
   // --- giving memory back (device_allocator_release.cpp)
   // Cheap when nothing waits (every allocation calls it).
@@ -263,6 +294,10 @@ class DeviceAllocator {
   DeviceStats stats_;
   uint64_t searches_ = 0;  // cache searches so far: the clock of garbage collection's ages
   std::string driverRefusal_;  // why the driver refused memory during the current request ("" if it did not)
+  TraceRing trace_;  // memory history: the actions of this device while tracing
+  // The context of the allocation the calling thread is making (null: none), for the segment entries
+  // it causes; per thread, since release_lock_on_device_malloc lets others in meanwhile.
+  static inline thread_local AllocContext* allocContext_ = nullptr;
 };
 
 }  // namespace mtia::allocator

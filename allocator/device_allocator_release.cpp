@@ -80,6 +80,7 @@ void DeviceAllocator::releaseReadyPoolSegments(bool wait) {
 }
 
 void DeviceAllocator::releaseSegment(Segment* seg) {
+  noteSegmentRelease(seg);
   for (Block* b = seg->head; b != nullptr; b = b->next)
     if (b->mapped && b->pool->erase(b)) inactiveSplitOut(b);
   if (seg->expandable) {
@@ -224,7 +225,7 @@ void DeviceAllocator::emptyCache() {
                                 memory_.why()));
 }
 
-void DeviceAllocator::outOfMemory(Lock& lock, size_t size, size_t rounded) {
+void DeviceAllocator::outOfMemory(Lock& lock, size_t size, size_t rounded, uint64_t stream) {
   ++stats_.numOoms;
   uint64_t free = 0;
   uint64_t total = totalMemory_;
@@ -233,6 +234,7 @@ void DeviceAllocator::outOfMemory(Lock& lock, size_t size, size_t rounded) {
   } catch (const Error&) {
     // the report goes out without the device's figures
   }
+  record(mem::Action::Oom, free, rounded, stream, PoolId{}, allocContext_);
   const std::string message = outOfMemoryMessage(size, rounded, free, total);
   const auto limit = fractionSet_ ? static_cast<uint64_t>(fraction_ * static_cast<double>(total)) : total;
   lock.unlock();

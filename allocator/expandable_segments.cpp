@@ -168,6 +168,12 @@ Block* DeviceAllocator::mapRun(Segment* seg, Block* start, size_t rounded) {
   }
   seg->mappedBytes += n * chunk;
   countMapped(*seg, n * chunk, n, true);
+  for (size_t k = 0; k < n;) {  // one history entry per run of adjacent chunks
+    size_t end = k + 1;
+    while (end < n && toMap[end] == toMap[end - 1] + 1) ++end;
+    noteMapped(seg, toMap[k], toMap[end - 1] + 1);
+    k = end;
+  }
   return joinMapped(seg, start, needEnd);
 }
 
@@ -236,6 +242,7 @@ void DeviceAllocator::shrinkExpandable(Segment* seg) {
     }
     seg->mappedBytes -= (last - first) * chunk;
     countMapped(*seg, (last - first) * chunk, last - first, false);
+    noteUnmapped(*seg, first, last);
     mid->mapped = false;
     coalesceUnmapped(mid);
   }

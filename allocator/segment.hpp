@@ -20,6 +20,7 @@ class Stream;
 
 namespace mtia::allocator {
 
+class AllocContext;
 struct Block;
 class BlockPool;
 struct PrivatePool;
@@ -44,6 +45,8 @@ struct Segment {
   std::shared_ptr<streams::Stream> streamRef;
   uint64_t lastFreeSeq = 0;
   bool stampPending = false;
+  // Memory history: the allocation that made it (one reference), null when not recording.
+  AllocContext* context = nullptr;
 
   bool contains(uintptr_t p) const { return p >= base && p - base < size; }
 };

@@ -4,6 +4,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/driver/loader.hpp"
+#include "runtime/memory_snapshot.hpp"
 #include "runtime/sim/sim_driver.h"
 
 #include <dlfcn.h>
@@ -87,6 +88,7 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   streams_ = std::make_unique<StreamRegistry>(devices_.size());
   kernels_.attach(driver_.get());
   setDeviceThreadProbe(driver_->ops().isDriverThread);
+  if (!options_.oomSnapshot.empty()) installOomSnapshot(*this, options_.oomSnapshot);
 }
 
 Runtime& Runtime::instance() {

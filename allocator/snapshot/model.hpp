@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -50,6 +51,9 @@ class StackTable {
  public:
   StackTable() : stacks_(1) {}
   StackId intern(const std::vector<Frame>& frames);
+  // The id of the stack with these frames if it was interned, else nullopt (the empty stack is 0):
+  // a diff matches the stacks of two snapshots, each with its own table.
+  std::optional<StackId> find(const std::vector<Frame>& frames) const;
   const std::vector<Frame>& frames(StackId id) const { return stacks_[id]; }
   size_t size() const { return stacks_.size(); }
 
@@ -74,6 +78,7 @@ struct Value {
   static Value of(int64_t i) { Value v; v.kind = Kind::Int; v.integer = i; return v; }
   static Value of(double d) { Value v; v.kind = Kind::Float; v.real = d; return v; }
   static Value of(std::string s) { Value v; v.kind = Kind::String; v.text = std::move(s); return v; }
+  static Value of(const char* s) { return of(std::string(s)); }  // not the bool overload
   static Value list() { Value v; v.kind = Kind::List; return v; }
   static Value dict() { Value v; v.kind = Kind::Dict; return v; }
   // Dict: appends key (no check for a repeat); returns the new value.

@@ -6,5 +6,6 @@
 #include "mtia_types.h"
 #include "mtia_runtime.h"
 #include "mtia_graph.h"
+#include "mtia_memory_history.h"
 
 #endif /* MTIA_H */

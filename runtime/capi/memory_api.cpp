@@ -1,4 +1,5 @@
 #include "runtime/core/api_guard.hpp"
+#include "runtime/core/native_stack.hpp"
 #include "runtime/core/sized_struct.hpp"
 #include "runtime/memory_ops.hpp"
 #include "runtime/runtime.hpp"
@@ -10,9 +11,23 @@ using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
 
+namespace {
+
+// Memory history: C++ stacks of allocations start at the caller of the API function (allocation
+// contexts are captured inside the allocator, many frames below).
+struct ApiCaller {
+  explicit ApiCaller(const void* returnAddress) { mtia::tlApiReturnAddress = returnAddress; }
+  ~ApiCaller() { mtia::tlApiReturnAddress = nullptr; }
+  ApiCaller(const ApiCaller&) = delete;
+  ApiCaller& operator=(const ApiCaller&) = delete;
+};
+
+}  // namespace
+
 extern "C" {
 
 MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
+  const ApiCaller caller(__builtin_return_address(0));
   return apiCall("mtiaMalloc", [&] {
     requireNonNull(ptr, "ptr");
     Runtime& rt = Runtime::instance();
@@ -28,6 +43,7 @@ MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
 }
 
 MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t stream) {
+  const ApiCaller caller(__builtin_return_address(0));
   return apiCall("mtiaMallocAsync", [&] {
     requireNonNull(ptr, "ptr");
     Runtime& rt = Runtime::instance();

@@ -32,6 +32,7 @@ RuntimeOptions readRuntimeOptions(const EnvLookup& env) {
     o.logLevel = static_cast<LogLevel>(
         parseChoice("MTIA_LOG_LEVEL", *v, {"trace", "debug", "info", "warn", "error", "off"}));
   if (auto v = env("MTIA_DRIVER")) o.driver = *v;
+  if (auto v = env("MTIA_OOM_SNAPSHOT")) o.oomSnapshot = *v;
   if (auto v = env("MTIA_VISIBLE_DEVICES")) o.visibleDevices = parseDeviceList("MTIA_VISIBLE_DEVICES", *v);
   return o;
 }

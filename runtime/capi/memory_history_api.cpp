@@ -1,0 +1,96 @@
+// Memory history and snapshots at the ABI (<mtia/mtia_memory_history.h>).
+#include "runtime/core/api_guard.hpp"
+#include "runtime/memory_snapshot.hpp"
+#include "runtime/runtime.hpp"
+
+#include <mtia/mtia.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+using mtia::apiCall;
+using mtia::fail;
+using mtia::requireNonNull;
+using mtia::Runtime;
+namespace alloc = mtia::allocator;
+
+namespace {
+
+void checkSnapshotArgs(mtiaSnapshotFormat fmt, unsigned int flags) {
+  if (fmt != mtiaSnapshotJson && fmt != mtiaSnapshotPickle)
+    fail(mtiaErrorInvalidValue, "fmt {} is neither mtiaSnapshotJson (0) nor mtiaSnapshotPickle (1)", static_cast<int>(fmt));
+  if ((flags & ~mtiaSnapshotIncludeTraces) != 0)
+    fail(mtiaErrorInvalidValue, "flags {:#x} has bits other than mtiaSnapshotIncludeTraces (1)", flags);
+}
+
+}  // namespace
+
+extern "C" {
+
+MTIA_API mtiaError_t mtiaMemoryRecordHistory(mtiaHistoryMode mode, mtiaStackMode stacks, size_t maxEntries) {
+  return apiCall("mtiaMemoryRecordHistory", [&] {
+    if (mode < mtiaHistoryOff || mode > mtiaHistoryAll)
+      fail(mtiaErrorInvalidValue, "mode {} is not mtiaHistoryOff (0), mtiaHistoryState (1) or mtiaHistoryAll (2)",
+           static_cast<int>(mode));
+    if (stacks < mtiaStacksNone || stacks > mtiaStacksAll)
+      fail(mtiaErrorInvalidValue,
+           "stacks {} is not mtiaStacksNone (0), mtiaStacksCpp (1), mtiaStacksFramework (2) or mtiaStacksAll (3)",
+           static_cast<int>(stacks));
+    Runtime& rt = Runtime::instance();
+    // Concurrent calls apply one after the other, so every device ends with the last settings.
+    static std::mutex applying;
+    std::lock_guard lock(applying);
+    rt.allocatorContext().history().configure(static_cast<alloc::HistoryMode>(mode), stacks, maxEntries);
+    for (int i = 0; i < rt.deviceCount(); ++i)
+      if (alloc::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) mem->applyHistorySettings();
+  });
+}
+
+MTIA_API mtiaError_t mtiaMemorySetContextProvider(const mtiaContextProvider* provider) {
+  return apiCall("mtiaMemorySetContextProvider",
+                 [&] { Runtime::instance().allocatorContext().history().setProvider(provider); });
+}
+
+MTIA_API mtiaError_t mtiaMemoryAnnotate(const char* key, const char* value) {
+  return apiCall("mtiaMemoryAnnotate", [&] {
+    requireNonNull(key, "key");
+    if (key[0] == '\0') fail(mtiaErrorInvalidValue, "key is empty");
+    Runtime& rt = Runtime::instance();
+    rt.allocatorContext().history().annotate(key, value, mtia::currentDeviceOrdinal());
+  });
+}
+
+MTIA_API mtiaError_t mtiaMemorySnapshot(mtiaSnapshotFormat fmt, unsigned int flags, mtiaBuffer* out) {
+  return apiCall("mtiaMemorySnapshot", [&] {
+    requireNonNull(out, "out");
+    checkSnapshotArgs(fmt, flags);
+    const std::string bytes = mtia::memorySnapshot(Runtime::instance(), fmt, (flags & mtiaSnapshotIncludeTraces) != 0);
+    void* data = std::malloc(bytes.size() + 1);  // + 1: a JSON snapshot is also a C string
+    if (data == nullptr) fail(mtiaErrorMemoryAllocation, "no host memory for a snapshot of {} bytes", bytes.size());
+    std::memcpy(data, bytes.data(), bytes.size());
+    static_cast<char*>(data)[bytes.size()] = '\0';
+    out->data = data;
+    out->size = bytes.size();
+  });
+}
+
+MTIA_API mtiaError_t mtiaBufferFree(mtiaBuffer* buf) {
+  if (buf == nullptr) return mtiaSuccess;
+  std::free(buf->data);
+  buf->data = nullptr;
+  buf->size = 0;
+  return mtiaSuccess;
+}
+
+MTIA_API mtiaError_t mtiaMemoryDumpSnapshot(const char* path, mtiaSnapshotFormat fmt, unsigned int flags) {
+  return apiCall("mtiaMemoryDumpSnapshot", [&] {
+    requireNonNull(path, "path");
+    if (path[0] == '\0') fail(mtiaErrorInvalidValue, "path is empty");
+    checkSnapshotArgs(fmt, flags);
+    mtia::dumpMemorySnapshot(Runtime::instance(), path, fmt, (flags & mtiaSnapshotIncludeTraces) != 0);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,71 @@
+#include "runtime/memory_snapshot.hpp"
+
+#include "allocator/history/snapshot_assembly.hpp"
+#include "allocator/snapshot/writer.hpp"
+#include "runtime/core/error.hpp"
+#include "runtime/core/log.hpp"
+#include "runtime/runtime.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace mtia {
+
+std::string memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) {
+  allocator::HistoryRecorder& history = rt.allocatorContext().history();
+  std::vector<allocator::DeviceSnapshot> devices;
+  try {
+    for (int i = 0; i < rt.deviceCount(); ++i)
+      if (allocator::DeviceAllocator* mem = rt.device(i).memoryIfStarted())
+        devices.push_back(mem->collectSnapshot(traces));
+  } catch (...) {
+    allocator::releaseSnapshotContexts(devices, history);  // what was copied so far
+    history.drain();
+    throw;
+  }
+  mem::Snapshot snap = allocator::assembleSnapshot(devices, rt.deviceCount(), rt.allocatorContext().config(), history);
+  history.drain();
+  if (format == mtiaSnapshotPickle) return mem::toPickle(snap);
+  std::ostringstream out;
+  mem::writeJson(snap, out);
+  return std::move(out).str();
+}
+
+void dumpMemorySnapshot(Runtime& rt, const std::string& path, mtiaSnapshotFormat format, bool traces) {
+  const std::string bytes = memorySnapshot(rt, format, traces);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) fail(mtiaErrorInvalidValue, "path '{}' cannot be opened for writing: {}", path, std::strerror(errno));
+  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const int writeErrno = errno;
+  if (std::fclose(f) != 0 || written != bytes.size()) {
+    std::remove(path.c_str());
+    fail(mtiaErrorInvalidValue, "writing the snapshot to path '{}' failed: {}", path,
+         std::strerror(written != bytes.size() ? writeErrno : errno));
+  }
+}
+
+void installOomSnapshot(Runtime& rt, const std::string& path) {
+  // The observer runs with no allocator lock held, after the allocator recorded the oom entry.
+  static std::string target;
+  target = path;
+  rt.allocatorContext().addOomObserver(
+      [](int dev, size_t requested, size_t, size_t, void* user) {
+        auto* runtime = static_cast<Runtime*>(user);
+        if (!runtime->allocatorContext().history().recording()) return;
+        const size_t n = target.size();
+        const bool json = n >= 5 && target.compare(n - 5, 5, ".json") == 0;
+        try {
+          dumpMemorySnapshot(*runtime, target, json ? mtiaSnapshotJson : mtiaSnapshotPickle, true);
+          log(LogLevel::Warn, "device {}: out of memory allocating {} bytes; memory snapshot written to {}", dev,
+              requested, target);
+        } catch (const std::exception& e) {
+          log(LogLevel::Error, "device {}: out of memory; writing the snapshot (MTIA_OOM_SNAPSHOT) failed: {}", dev,
+              e.what());
+        }
+      },
+      &rt);
+}
+
+}  // namespace mtia
