@@ -34,14 +34,27 @@ constexpr Named<BlockState> kStates[] = {
     {BlockState::Inactive, "inactive"},
 };
 
+// One string per stack: the frames' fields joined with separators that file names and function names
+// do not contain.
+std::string stackKey(const std::vector<Frame>& frames) {
+  std::string key;
+  for (const Frame& f : frames) fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f{}\x1e", f.filename, f.line, f.name);
+  return key;
+}
+
 }  // namespace
 
 StackId StackTable::intern(const std::vector<Frame>& frames) {
   if (frames.empty()) return 0;
-  std::string key;
-  for (const Frame& f : frames) fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f{}\x1e", f.filename, f.line, f.name);
-  auto [it, added] = index_.try_emplace(std::move(key), static_cast<StackId>(stacks_.size()));
+  auto [it, added] = index_.try_emplace(stackKey(frames), static_cast<StackId>(stacks_.size()));
   if (added) stacks_.push_back(frames);
+  return it->second;
+}
+
+std::optional<StackId> StackTable::find(const std::vector<Frame>& frames) const {
+  if (frames.empty()) return 0;
+  const auto it = index_.find(stackKey(frames));
+  if (it == index_.end()) return std::nullopt;
   return it->second;
 }
 

@@ -1,5 +1,6 @@
 #include "allocator/snapshot/writer.hpp"
 
+#include "allocator/snapshot/json_text.hpp"
 #include "allocator/snapshot/pickle_writer.hpp"
 
 #include <fmt/format.h>
@@ -24,21 +25,7 @@ class JsonOut {
     fmt::format_to(std::back_inserter(buf_), f, std::forward<Args>(args)...);
     if (buf_.size() > (1u << 20)) flush();
   }
-  void string(std::string_view s) {
-    buf_.push_back('"');
-    for (char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        buf_.push_back('\\');
-        buf_.push_back(c);
-      } else if (u < 0x20) {
-        fmt::format_to(std::back_inserter(buf_), "\\u{:04x}", u);
-      } else {
-        buf_.push_back(c);
-      }
-    }
-    buf_.push_back('"');
-  }
+  void string(std::string_view s) { appendJsonString(buf_, s); }
   void time(double us) {
     if (wholeMicros(us)) put("{}", static_cast<int64_t>(us));
     else put("{}", us);
@@ -60,9 +47,13 @@ class JsonOut {
       case Value::Kind::None: return put("null");
       case Value::Kind::Bool: return put("{}", v.boolean);
       case Value::Kind::Int: return put("{}", v.integer);
-      case Value::Kind::Float:
-        if (std::isfinite(v.real)) return put("{}", v.real);
-        return put("null");  // JSON has no NaN or infinity
+      case Value::Kind::Float: {
+        if (!std::isfinite(v.real)) return put("null");  // JSON has no NaN or infinity
+        // A whole number keeps a fraction, so that it reads back as a float ("0.0", not "0").
+        const std::string text = fmt::format("{}", v.real);
+        if (text.find_first_of(".e") == std::string::npos) return put("{}.0", text);
+        return put("{}", text);
+      }
       case Value::Kind::String: return string(v.text);
       case Value::Kind::List:
       case Value::Kind::Tuple:

@@ -2,12 +2,10 @@
 //                   [--format json|pickle]
 #include "byte_size.hpp"
 #include "commands.hpp"
-#include "allocator/snapshot/writer.hpp"
 #include "trace_generator.hpp"
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 
 namespace mtia::mem {
@@ -20,10 +18,6 @@ struct GenerateArgs {
   uint64_t seed = 1;
 };
 
-bool endsWith(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 void run(const GenerateArgs& a) {
   GenerateOptions o;
   if (!workloadFromName(a.workload, o.workload))
@@ -31,23 +25,13 @@ void run(const GenerateArgs& a) {
   const auto budget = parseByteSize(a.budget);
   if (!budget || *budget == 0)
     throw std::invalid_argument(fmt::format("--device-memory-budget {}: expected a size such as 16GiB", a.budget));
-  std::string format = a.format;
-  if (format.empty()) format = endsWith(a.output, ".pickle") || endsWith(a.output, ".pkl") ? "pickle" : "json";
+  const std::string format = a.format.empty() ? snapshotFormatOf(a.output).value_or("json") : a.format;
   o.steps = a.steps;
   o.seed = a.seed;
   o.budgetBytes = *budget;
   const GeneratedTrace g = generate(o);
 
-  std::ofstream file(a.output, std::ios::binary);
-  if (!file) throw std::runtime_error(fmt::format("-o {}: cannot write", a.output));
-  if (format == "pickle") {
-    const std::string bytes = toPickle(g.snapshot);
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  } else {
-    writeJson(g.snapshot, file);
-  }
-  file.close();
-  if (!file) throw std::runtime_error(fmt::format("-o {}: write failed", a.output));
+  writeSnapshotFile(g.snapshot, a.output, format);
   fmt::print("{}: {} trace entries, {}; peak allocated {} of a {} budget\n", a.output,
              g.snapshot.deviceTraces[0].size(), g.model, formatBytes(g.peakBytes), formatBytes(o.budgetBytes));
 }

@@ -9,10 +9,15 @@
 #include <exception>
 
 int main(int argc, char** argv) {
-  CLI::App app{"mtia-mem: memory snapshots and what-if replays of recorded allocator traces"};
+  CLI::App app{"mtia-mem: memory snapshots (summary, diff, trace, plot, export) and what-if replays of recorded allocator traces"};
   app.require_subcommand(1);
   mtia::mem::addReplayCommand(app);
   mtia::mem::addGenerateCommand(app);
+  mtia::mem::addSummaryCommand(app);
+  mtia::mem::addDiffCommand(app);
+  mtia::mem::addTraceCommand(app);
+  mtia::mem::addPlotCommand(app);
+  mtia::mem::addExportCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,7 @@
 #include "pickle_reader.hpp"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <bit>
 #include <cstring>
@@ -90,6 +91,9 @@ class Reader {
   Value text(uint64_t n, size_t at) {
     const uint8_t* q = take(n, at);
     if (n > UINT32_MAX) fail(at, "a string of {} bytes (at most 4 GiB are read)", n);
+    // Python decodes these opcodes as UTF-8 and refuses what is not; so do we, so that every string
+    // read can be written to JSON as it is.
+    if (!simdjson::validate_utf8(reinterpret_cast<const char*>(q), n)) fail(at, "a string that is not UTF-8");
     Value v = scalar(Value::Kind::String);
     v.chars = reinterpret_cast<const char*>(q);
     v.length = static_cast<uint32_t>(n);

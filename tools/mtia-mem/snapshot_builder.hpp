@@ -1,15 +1,24 @@
-// From a parsed snapshot file to the model of snapshot.hpp, once for every
-// format: the JSON reader (simdjson) and the pickle reader each hand in a
-// small Node adapter, and the schema (which keys, which shapes, what is
-// required, reference notes 4.2-4.5) lives only here.
+// From a parsed snapshot file to the model of allocator/snapshot/model.hpp,
+// once for every format: the JSON reader (simdjson) and the pickle reader each
+// hand in a small Node adapter, and the schema (which keys, which shapes, what
+// is required, reference notes 4.2-4.5) lives only here.
 //
 // A Node is cheap to copy and offers:
-//   bool isDict() const; bool isList() const;     // a tuple counts as a list
+//   Value::Kind kind() const;                      // what it holds; a JSON array is a List
+//   bool isDict() const; bool isList() const;      // a tuple counts as a list
 //   bool member(std::string_view key, Node& out) const;   // false: not a dict, or no such key
-//   template <class F> void forEach(F&& f) const; // f(Node) for each item of a list
-//   size_t size() const;                          // items of a list
+//   template <class F> void forEach(F&& f) const;  // f(Node) for each item of a list
+//   template <class F> void forEachMember(F&& f) const;  // f(std::string_view key, bool keyIsText, Node)
+//                                                  // for each member of a dict (integer keys as text)
+//   size_t size() const;                           // items of a list, members of a dict
+//   const void* identity() const;                  // the shared object behind the node, or null
 //   bool u64(uint64_t&) const; bool i64(int64_t&) const; bool f64(double&) const;
 //   bool str(std::string_view&) const; bool boolean(bool&) const;
+//
+// Untrusted input: a pickle can refer to one object many times (its memo), so a file of a few KB can
+// describe billions of entries. Every item read is charged to a budget proportional to the file's size
+// and the read fails when it is spent; frames lists, which real pickles share on purpose (one list per
+// traceback), are read once per shared object. Free-form values nest at most kMaxDepth deep.
 #pragma once
 
 #include "allocator/snapshot/model.hpp"
@@ -19,6 +28,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace mtia::mem {
 
@@ -39,7 +49,12 @@ struct Where {
 template <class Node>
 class SnapshotBuilder {
  public:
-  SnapshotBuilder(const std::string& path, const ReadOptions& options) : path_(path), options_(options) {}
+  static constexpr int kMaxDepth = 64;  // allocator_settings nests two levels deep
+  static constexpr uint64_t kMaxDevice = 65535;
+
+  // inputBytes: the size of the file, which bounds how much it may describe.
+  SnapshotBuilder(const std::string& name, const ReadOptions& options, size_t inputBytes)
+      : name_(name), options_(options), budget_(2 * uint64_t{inputBytes} + (uint64_t{1} << 16)) {}
 
   Snapshot build(const Node& root) {
     const Where top{};
@@ -51,9 +66,10 @@ class SnapshotBuilder {
     if (!root.isDict())
       throw SnapshotError(fmt::format("{}: not a memory snapshot: neither a dict (PyTorch 2.x) nor a list of "
                                       "segments (PyTorch 1.13)",
-                                      path_));
+                                      name_));
     Node n;
-    if (root.member("segments", n)) {
+    const bool hasSegments = root.member("segments", n);
+    if (hasSegments) {
       const Where w{&top, "segments"};
       if (!n.isList()) fail(w, "is not a list");
       if (options_.segments) readSegments(n, w);
@@ -63,15 +79,42 @@ class SnapshotBuilder {
       if (!n.isList()) fail(w, "is not a list");
       snap_.hasTraces = true;
       readTraces(n, w);
-    } else if (!root.member("segments", n)) {
-      throw SnapshotError(fmt::format("{}: not a memory snapshot: a dict without 'segments' or 'device_traces'", path_));
+    } else if (!hasSegments) {
+      throw SnapshotError(fmt::format("{}: not a memory snapshot: a dict without 'segments' or 'device_traces'", name_));
+    }
+    if (root.member("allocator_settings", n)) {
+      const Where w{&top, "allocator_settings"};
+      if (!n.isDict() && n.kind() != Value::Kind::None) fail(w, "is not a dict");
+      snap_.allocatorSettings = valueOf(n, w, 0);
+    }
+    if (root.member("external_annotations", n)) {
+      const Where w{&top, "external_annotations"};
+      if (!n.isList()) fail(w, "is not a list");
+      size_t i = 0;
+      n.forEach([&](const Node& a) {
+        snap_.externalAnnotations.push_back(valueOf(a, Where{&w, nullptr, i++}, 1));
+      });
     }
     return std::move(snap_);
   }
 
  private:
   [[noreturn]] void fail(const Where& w, std::string_view what) const {
-    throw SnapshotError(fmt::format("{}: {}: {}", path_, w.text(), what));
+    throw SnapshotError(fmt::format("{}: {}: {}", name_, w.text(), what));
+  }
+
+  // Every dict, list item and value read costs; a file may not describe much more than its size.
+  void charge(uint64_t items, const Where& w) {
+    spent_ += items;
+    if (spent_ > budget_)
+      fail(w, fmt::format("the file describes more than {} items, more than its size can hold: it refers to "
+                          "the same objects over and over (damaged or hostile)",
+                          budget_));
+  }
+  void chargeDict(const Node& n, const Where& w) { charge(1 + n.size(), w); }
+
+  void reportProgress(const char* stage, size_t done, size_t total) const {
+    if (options_.progress && total > 0 && done % 65536 == 0) options_.progress(stage, double(done) / double(total));
   }
 
   uint64_t unsignedAt(const Node& n, const char* key, const Where& w, bool required, uint64_t fallback = 0) {
@@ -94,6 +137,17 @@ class SnapshotBuilder {
     if (!v.str(s)) fail(w, fmt::format("'{}' is not a string", key));
     return s;
   }
+  // segment_pool_id, pool_id: a pair (a tuple in a pickle, a list in JSON); absent: (0, 0).
+  void poolIdAt(const Node& n, const char* key, const Where& w, uint64_t (&out)[2]) {
+    Node v;
+    if (!n.member(key, v)) return;
+    const Where pw{&w, key};
+    if (!v.isList() || v.size() != 2) fail(pw, "is not a pair of integers");
+    size_t k = 0;
+    v.forEach([&](const Node& id) {
+      if (!id.u64(out[k++])) fail(pw, "is not a pair of integers");
+    });
+  }
 
   // frames: [{filename, line, name}, ...]; missing fields stay empty (writers differ in what they fill).
   StackId stackAt(const Node& n, const char* key, const Where& w) {
@@ -101,19 +155,61 @@ class SnapshotBuilder {
     if (!options_.frames || !n.member(key, list)) return 0;
     const Where at{&w, key};
     if (!list.isList()) fail(at, "is not a list");
+    const void* shared = list.identity();
+    if (shared != nullptr)
+      if (auto it = stackOf_.find(shared); it != stackOf_.end()) return it->second;
+    charge(1 + list.size(), at);
     frames_.clear();
     size_t i = 0;
     list.forEach([&](const Node& f) {
-      if (!f.isDict()) fail(Where{&at, nullptr, i}, "is not a frame (a dict)");
+      const Where fw{&at, nullptr, i++};
+      if (!f.isDict()) fail(fw, "is not a frame (a dict)");
+      chargeDict(f, fw);
       Frame& frame = frames_.emplace_back();
       Node v;
       std::string_view s;
       if (f.member("filename", v) && v.str(s)) frame.filename = s;
       if (f.member("name", v) && v.str(s)) frame.name = s;
       if (f.member("line", v)) v.i64(frame.line);
-      ++i;
     });
-    return snap_.stacks.intern(frames_);
+    const StackId id = snap_.stacks.intern(frames_);
+    if (shared != nullptr) stackOf_.emplace(shared, id);
+    return id;
+  }
+
+  // allocator_settings and external_annotations: kept as they are, for export.
+  Value valueOf(const Node& n, const Where& w, int depth) {
+    charge(1, w);
+    if (depth > kMaxDepth) fail(w, fmt::format("nested more than {} levels deep", kMaxDepth));
+    Value v;
+    v.kind = n.kind();
+    switch (v.kind) {
+      case Value::Kind::None: break;
+      case Value::Kind::Bool: n.boolean(v.boolean); break;
+      case Value::Kind::Int: n.i64(v.integer); break;
+      case Value::Kind::Float: n.f64(v.real); break;
+      case Value::Kind::String: {
+        std::string_view s;
+        n.str(s);
+        v.text = s;
+        break;
+      }
+      case Value::Kind::List:
+      case Value::Kind::Tuple: {
+        size_t i = 0;
+        n.forEach([&](const Node& item) { v.items.push_back(valueOf(item, Where{&w, nullptr, i++}, depth + 1)); });
+        break;
+      }
+      case Value::Kind::Dict:
+        n.forEachMember([&](std::string_view key, bool keyIsText, const Node& item) {
+          if (!keyIsText) fail(w, "has a key that is neither a string nor an integer");
+          std::string k(key);
+          Value value = valueOf(item, Where{&w, k.c_str()}, depth + 1);
+          v.add(std::move(k), std::move(value));
+        });
+        break;
+    }
+    return v;
   }
 
   void readTraces(const Node& traces, const Where& w) {
@@ -122,12 +218,15 @@ class SnapshotBuilder {
     traces.forEach([&](const Node& device) {
       const Where dw{&w, nullptr, dev};
       if (!device.isList()) fail(dw, "is not a list");
+      charge(1, dw);
       auto& out = snap_.deviceTraces.emplace_back();
       out.reserve(device.size());
       size_t i = 0;
       device.forEach([&](const Node& e) {
+        reportProgress("reading traces", i, device.size());
         const Where ew{&dw, nullptr, i++};
         if (!e.isDict()) fail(ew, "is not a trace entry (a dict)");
+        chargeDict(e, ew);
         TraceEntry t;
         t.device = static_cast<int32_t>(dev);
         t.action = actionFromName(stringAt(e, "action", ew, true));
@@ -139,6 +238,9 @@ class SnapshotBuilder {
         t.stream = unsignedAt(e, "stream", ew, false);
         Node v;
         if (e.member("time_us", v) && !v.f64(t.timeUs)) fail(ew, "'time_us' is not a number");
+        poolIdAt(e, "pool_id", ew, t.poolId);
+        t.userMetadata = snap_.internString(stringAt(e, "user_metadata", ew, false));
+        t.compileContext = snap_.internString(stringAt(e, "compile_context", ew, false));
         t.stack = stackAt(e, "frames", ew);
         out.push_back(t);
       });
@@ -150,10 +252,14 @@ class SnapshotBuilder {
     snap_.segments.reserve(segments.size());
     size_t i = 0;
     segments.forEach([&](const Node& s) {
+      reportProgress("reading segments", i, segments.size());
       const Where sw{&w, nullptr, i++};
       if (!s.isDict()) fail(sw, "is not a segment (a dict)");
+      chargeDict(s, sw);
       Segment seg;
-      seg.device = static_cast<int32_t>(unsignedAt(s, "device", sw, false));
+      const uint64_t device = unsignedAt(s, "device", sw, false);
+      if (device > kMaxDevice) fail(sw, fmt::format("'device' {} is not a device ordinal (0 to {})", device, kMaxDevice));
+      seg.device = static_cast<int32_t>(device);
       seg.address = unsignedAt(s, "address", sw, true);
       seg.totalSize = unsignedAt(s, "total_size", sw, true);
       seg.allocatedSize = unsignedAt(s, "allocated_size", sw, false);
@@ -163,14 +269,7 @@ class SnapshotBuilder {
       seg.large = stringAt(s, "segment_type", sw, false) != "small";
       Node v;
       if (s.member("is_expandable", v) && !v.boolean(seg.expandable)) fail(sw, "'is_expandable' is not a boolean");
-      if (s.member("segment_pool_id", v)) {
-        const Where pw{&sw, "segment_pool_id"};
-        if (!v.isList() || v.size() != 2) fail(pw, "is not a pair of integers");
-        size_t k = 0;
-        v.forEach([&](const Node& id) {
-          if (!id.u64(seg.poolId[k++])) fail(pw, "is not a pair of integers");
-        });
-      }
+      poolIdAt(s, "segment_pool_id", sw, seg.poolId);
       seg.stack = stackAt(s, "frames", sw);
       Node blocks;
       if (!s.member("blocks", blocks)) fail(sw, "no 'blocks'");
@@ -188,6 +287,7 @@ class SnapshotBuilder {
     blocks.forEach([&](const Node& b) {
       const Where bw{&w, nullptr, i++};
       if (!b.isDict()) fail(bw, "is not a block (a dict)");
+      chargeDict(b, bw);
       Block blk;
       blk.size = unsignedAt(b, "size", bw, true);
       blk.address = unsignedAt(b, "address", bw, false, next);
@@ -197,6 +297,7 @@ class SnapshotBuilder {
       Node history, first;
       bool legacy = false;
       if (b.member("history", history) && history.isList() && history.size() > 0) {
+        charge(history.size(), bw);
         history.forEach([&](const Node& h) {
           if (!legacy) first = h;
           legacy = true;
@@ -212,10 +313,13 @@ class SnapshotBuilder {
     });
   }
 
-  const std::string& path_;
+  const std::string& name_;
   const ReadOptions& options_;
+  const uint64_t budget_;
+  uint64_t spent_ = 0;
   Snapshot snap_;
   std::vector<Frame> frames_;
+  std::unordered_map<const void*, StackId> stackOf_;  // frames lists already read, by shared object
 };
 
 }  // namespace mtia::mem

@@ -1,0 +1,40 @@
+// mtia-mem export SNAP -o OUT [--format json|pickle]
+#include "commands.hpp"
+#include "load_snapshot.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace mtia::mem {
+
+namespace {
+
+struct ExportArgs {
+  std::string path, output, format;
+};
+
+void run(const ExportArgs& a) {
+  const std::string format = a.format.empty() ? snapshotFormatOf(a.output).value_or("") : a.format;
+  if (format.empty())
+    throw std::invalid_argument(
+        fmt::format("-o {}: say --format json or pickle (the name ends in neither .json, .pickle nor .pkl)", a.output));
+  writeSnapshotFile(loadSnapshot(a.path), a.output, format);
+}
+
+}  // namespace
+
+void addExportCommand(CLI::App& app) {
+  auto args = std::make_shared<ExportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "export",
+      "Convert a snapshot between JSON and pickle (the pickle PyTorch's memory viewer loads); a PyTorch 1.13 list "
+      "of segments comes out as the 2.x dict");
+  cmd->add_option("SNAP", args->path, "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)")->required();
+  cmd->add_option("-o,--output", args->output, "file to write")->required();
+  cmd->add_option("--format", args->format, "json or pickle (default: from the output's name)")
+      ->check(CLI::IsMember({"json", "pickle"}));
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace mtia::mem
