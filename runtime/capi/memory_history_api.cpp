@@ -1,5 +1,6 @@
 // Memory history and snapshots at the ABI (<mtia/mtia_memory_history.h>).
 #include "runtime/core/api_guard.hpp"
+#include "runtime/core/error.hpp"
 #include "runtime/memory_snapshot.hpp"
 #include "runtime/runtime.hpp"
 
@@ -11,6 +12,7 @@
 #include <string>
 
 using mtia::apiCall;
+using mtia::enumBits;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
@@ -18,11 +20,14 @@ namespace alloc = mtia::allocator;
 
 namespace {
 
-void checkSnapshotArgs(mtiaSnapshotFormat fmt, unsigned int flags) {
-  if (fmt != mtiaSnapshotJson && fmt != mtiaSnapshotPickle)
-    fail(mtiaErrorInvalidValue, "fmt {} is neither mtiaSnapshotJson (0) nor mtiaSnapshotPickle (1)", static_cast<int>(fmt));
+// The format after checking it (C callers may pass any int for the enum).
+mtiaSnapshotFormat checkSnapshotArgs(const mtiaSnapshotFormat& fmt, unsigned int flags) {
+  const int f = enumBits(fmt);
+  if (f != mtiaSnapshotJson && f != mtiaSnapshotPickle)
+    fail(mtiaErrorInvalidValue, "fmt {} is neither mtiaSnapshotJson (0) nor mtiaSnapshotPickle (1)", f);
   if ((flags & ~mtiaSnapshotIncludeTraces) != 0)
     fail(mtiaErrorInvalidValue, "flags {:#x} has bits other than mtiaSnapshotIncludeTraces (1)", flags);
+  return static_cast<mtiaSnapshotFormat>(f);
 }
 
 }  // namespace
@@ -31,18 +36,18 @@ extern "C" {
 
 MTIA_API mtiaError_t mtiaMemoryRecordHistory(mtiaHistoryMode mode, mtiaStackMode stacks, size_t maxEntries) {
   return apiCall("mtiaMemoryRecordHistory", [&] {
-    if (mode < mtiaHistoryOff || mode > mtiaHistoryAll)
-      fail(mtiaErrorInvalidValue, "mode {} is not mtiaHistoryOff (0), mtiaHistoryState (1) or mtiaHistoryAll (2)",
-           static_cast<int>(mode));
-    if (stacks < mtiaStacksNone || stacks > mtiaStacksAll)
+    const int m = enumBits(mode);
+    const int k = enumBits(stacks);
+    if (m < mtiaHistoryOff || m > mtiaHistoryAll)
+      fail(mtiaErrorInvalidValue, "mode {} is not mtiaHistoryOff (0), mtiaHistoryState (1) or mtiaHistoryAll (2)", m);
+    if (k < mtiaStacksNone || k > mtiaStacksAll)
       fail(mtiaErrorInvalidValue,
-           "stacks {} is not mtiaStacksNone (0), mtiaStacksCpp (1), mtiaStacksFramework (2) or mtiaStacksAll (3)",
-           static_cast<int>(stacks));
+           "stacks {} is not mtiaStacksNone (0), mtiaStacksCpp (1), mtiaStacksFramework (2) or mtiaStacksAll (3)", k);
     Runtime& rt = Runtime::instance();
     // Concurrent calls apply one after the other, so every device ends with the last settings.
     static std::mutex applying;
     std::lock_guard lock(applying);
-    rt.allocatorContext().history().configure(static_cast<alloc::HistoryMode>(mode), stacks, maxEntries);
+    rt.allocatorContext().history().configure(static_cast<alloc::HistoryMode>(m), static_cast<mtiaStackMode>(k), maxEntries);
     for (int i = 0; i < rt.deviceCount(); ++i)
       if (alloc::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) mem->applyHistorySettings();
   });
@@ -65,8 +70,9 @@ MTIA_API mtiaError_t mtiaMemoryAnnotate(const char* key, const char* value) {
 MTIA_API mtiaError_t mtiaMemorySnapshot(mtiaSnapshotFormat fmt, unsigned int flags, mtiaBuffer* out) {
   return apiCall("mtiaMemorySnapshot", [&] {
     requireNonNull(out, "out");
-    checkSnapshotArgs(fmt, flags);
-    const std::string bytes = mtia::memorySnapshot(Runtime::instance(), fmt, (flags & mtiaSnapshotIncludeTraces) != 0);
+    const mtiaSnapshotFormat format = checkSnapshotArgs(fmt, flags);
+    const std::string bytes =
+        mtia::memorySnapshot(Runtime::instance(), format, (flags & mtiaSnapshotIncludeTraces) != 0);
     void* data = std::malloc(bytes.size() + 1);  // + 1: a JSON snapshot is also a C string
     if (data == nullptr) fail(mtiaErrorMemoryAllocation, "no host memory for a snapshot of {} bytes", bytes.size());
     std::memcpy(data, bytes.data(), bytes.size());
@@ -88,8 +94,8 @@ MTIA_API mtiaError_t mtiaMemoryDumpSnapshot(const char* path, mtiaSnapshotFormat
   return apiCall("mtiaMemoryDumpSnapshot", [&] {
     requireNonNull(path, "path");
     if (path[0] == '\0') fail(mtiaErrorInvalidValue, "path is empty");
-    checkSnapshotArgs(fmt, flags);
-    mtia::dumpMemorySnapshot(Runtime::instance(), path, fmt, (flags & mtiaSnapshotIncludeTraces) != 0);
+    const mtiaSnapshotFormat format = checkSnapshotArgs(fmt, flags);
+    mtia::dumpMemorySnapshot(Runtime::instance(), path, format, (flags & mtiaSnapshotIncludeTraces) != 0);
   });
 }
 

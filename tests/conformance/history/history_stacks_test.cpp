@@ -4,6 +4,8 @@
 #include "history_test_util.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -168,6 +170,59 @@ TEST_F(Stacks, IdenticalStacksAreResolvedOnce) {
   }
   ASSERT_OK(mtiaMemoryRecordHistory(mtiaHistoryOff, mtiaStacksNone, 0));
   ASSERT_OK(mtiaMemorySetContextProvider(nullptr));
+}
+
+TEST_F(Stacks, ConcurrentAllocationsSnapshotsAndModeChanges) {
+  static CountingProvider counting;
+  counting.reset();
+  const mtiaContextProvider abi = counting.abi();
+  ASSERT_OK(mtiaMemorySetContextProvider(&abi));
+  ASSERT_OK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksAll, 64));
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t)
+    workers.emplace_back([&, t] {
+      std::vector<void*> held;
+      for (int i = 0; i < 400; ++i) {
+        void* p = nullptr;
+        if (mtiaMalloc(&p, kKiB * static_cast<size_t>(1 + (i + t) % 5)) != mtiaSuccess) ++failures;
+        held.push_back(p);
+        if (held.size() > 8) {
+          if (mtiaFree(held.front()) != mtiaSuccess) ++failures;
+          held.erase(held.begin());
+        }
+      }
+      for (void* p : held)
+        if (mtiaFree(p) != mtiaSuccess) ++failures;
+    });
+  std::thread snapshots([&] {
+    while (!stop.load()) {
+      mtiaBuffer buf{};
+      if (mtiaMemorySnapshot(mtiaSnapshotPickle, mtiaSnapshotIncludeTraces, &buf) != mtiaSuccess) ++failures;
+      mtiaBufferFree(&buf);
+    }
+  });
+  std::thread toggles([&] {
+    const mtiaHistoryMode modes[] = {mtiaHistoryState, mtiaHistoryAll, mtiaHistoryOff, mtiaHistoryAll};
+    for (int i = 0; !stop.load(); ++i) {
+      if (mtiaMemoryRecordHistory(modes[i % 4], mtiaStacksAll, static_cast<size_t>(16 + i % 50)) != mtiaSuccess)
+        ++failures;
+      if (mtiaMemoryAnnotate("round", std::to_string(i).c_str()) != mtiaSuccess) ++failures;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  for (auto& w : workers) w.join();
+  stop = true;
+  snapshots.join();
+  toggles.join();
+  EXPECT_EQ(failures.load(), 0) << mtiaGetLastErrorMessage();
+  ASSERT_OK(mtiaMemoryRecordHistory(mtiaHistoryOff, mtiaStacksNone, 0));
+  void* p = mallocOn(kKiB);  // an allocator call after the last references went: releases are drained
+  freeOk(p);
+  std::lock_guard lock(counting.mu);
+  EXPECT_EQ(counting.releases, counting.captures) << "every captured id is released once";
+  EXPECT_EQ(counting.badReleases, 0);
 }
 
 }  // namespace
