@@ -21,6 +21,9 @@ MTIA_PACKAGES=(
   # the checks: python3 runs tools/check_layering.py, binutils gives nm
   # to tools/check_exports.sh
   python3 binutils
+  # tests/fuzz: the snapshot readers' libFuzzer targets are built with clang
+  # (libFuzzer ships in clang's runtime package)
+  clang libclang-rt-14-dev
 )
 read -r -a _extra <<<"${MTIA_EXTRA_PACKAGES:-}"
 MTIA_PACKAGES+=("${_extra[@]}")

@@ -85,12 +85,17 @@ TEST(PickleWriter, ValuesReadBack) {
 }
 
 TEST(PickleWriter, UnsignedBeyondInt64IsNineBytes) {
-  // Valid for Python (LONG1 of 9 bytes); our reader keeps to 64-bit signed values and says so.
+  // Valid for Python (LONG1 of 9 bytes); our reader takes it as an unsigned 64-bit value, and refuses
+  // integers beyond (a ninth byte that is not 0).
   std::string bytes;
   Writer w(bytes);
   w.unsignedInteger(UINT64_MAX);
   w.finish();
   EXPECT_EQ(bytes, std::string("\x80\x04\x8a\x09\xff\xff\xff\xff\xff\xff\xff\xff\x00.", 14));
+  const auto doc = parse(bytes);
+  ASSERT_NE(doc->root().asUInt(), nullptr);
+  EXPECT_EQ(*doc->root().asUInt(), UINT64_MAX);
+  bytes[12] = 1;
   EXPECT_THROW(parse(bytes), Error);
 }
 

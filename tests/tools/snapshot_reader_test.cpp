@@ -2,6 +2,7 @@
 // (2.0 block history, PyTorch 1.13's bare list of segments); the same snapshot as a pickle; and clear
 // errors, naming where, for files that are not snapshots.
 #include "snapshot_reader.hpp"
+#include "allocator/snapshot/pickle_writer.hpp"
 #include "allocator/snapshot/writer.hpp"
 #include "trace_generator.hpp"
 
@@ -306,6 +307,120 @@ TEST(SnapshotReader, DamagedFilesAreRefusedNotCrashedOn) {
     }
   }
   EXPECT_LT(accepted, 3000u);
+}
+
+TEST(SnapshotReader, KeepsWhatExportWritesBack) {
+  const Snapshot s = read(R"({"segments": [], "device_traces": [[
+      {"action": "alloc", "addr": 1, "size": 2, "pool_id": [3, 4], "user_metadata": "batch=3",
+       "compile_context": "Torch-Compiled Region: 0/0"},
+      {"action": "alloc", "addr": 5, "size": 2, "user_metadata": "batch=3"}]],
+    "allocator_settings": {"max_split_size": -1, "garbage_collection_threshold": 0.5, "expandable_segments": true,
+                           "PYTORCH_CUDA_ALLOC_CONF": "x", "roundup_power2_divisions": {"1": 4}, "none": null,
+                           "big": 18446744073709551615},
+    "external_annotations": [{"name": "step", "stage": "START", "device": 0, "time_us": 7}, [1, "a"]]})");
+  const TraceEntry& e = s.deviceTraces[0][0];
+  EXPECT_EQ(e.poolId[0], 3u);
+  EXPECT_EQ(e.poolId[1], 4u);
+  EXPECT_EQ(s.strings[e.userMetadata], "batch=3");
+  EXPECT_EQ(s.strings[e.compileContext], "Torch-Compiled Region: 0/0");
+  EXPECT_EQ(s.deviceTraces[0][1].userMetadata, e.userMetadata) << "texts are interned";
+  EXPECT_EQ(s.deviceTraces[0][1].compileContext, 0u);
+  const Value& a = s.allocatorSettings;
+  ASSERT_EQ(a.kind, Value::Kind::Dict);
+  ASSERT_EQ(a.fields.size(), 7u);
+  EXPECT_EQ(a.fields[0].first, "max_split_size") << "members keep their order";
+  EXPECT_EQ(*a.find("max_split_size"), Value::of(int64_t{-1}));
+  EXPECT_EQ(*a.find("garbage_collection_threshold"), Value::of(0.5));
+  EXPECT_EQ(*a.find("expandable_segments"), Value::of(true));
+  EXPECT_EQ(a.find("roundup_power2_divisions")->find("1")->integer, 4);
+  EXPECT_EQ(a.find("none")->kind, Value::Kind::None);
+  EXPECT_EQ(a.find("big")->kind, Value::Kind::Float) << "beyond int64";
+  ASSERT_EQ(s.externalAnnotations.size(), 2u);
+  EXPECT_EQ(s.externalAnnotations[0].find("stage")->text, "START");
+  EXPECT_EQ(s.externalAnnotations[1].items.size(), 2u);
+  // And the same through our pickle, where pool ids are tuples and the order of members is kept.
+  const Snapshot p = read(toPickle(s));
+  EXPECT_EQ(p.allocatorSettings, s.allocatorSettings);
+  EXPECT_EQ(p.externalAnnotations, s.externalAnnotations);
+  EXPECT_EQ(p.strings[p.deviceTraces[0][0].compileContext], "Torch-Compiled Region: 0/0");
+  EXPECT_EQ(p.deviceTraces[0][0].poolId[1], 4u);
+}
+
+TEST(SnapshotReader, AddressesAboveInt64ReadBackFromOurPickle) {
+  Snapshot s;
+  s.hasTraces = true;
+  TraceEntry e;
+  e.action = Action::Alloc;
+  e.addr = (uint64_t{1} << 63) + 5;
+  e.size = UINT64_MAX;
+  s.deviceTraces.push_back({e});
+  const Snapshot p = read(toPickle(s));
+  EXPECT_EQ(p.deviceTraces[0][0].addr, e.addr);
+  EXPECT_EQ(p.deviceTraces[0][0].size, e.size);
+}
+
+TEST(SnapshotReader, HostileFilesAreBoundedByTheirSize) {
+  // A 1000-entry trace memoized once, then referred to 3000 times as the traces of 3000 devices: a few
+  // KB that describe three million entries.
+  std::string bomb;
+  {
+    pickle::Writer w(bomb);
+    w.beginDict();
+    w.item();
+    w.string("device_traces");
+    w.beginList();
+    w.item();
+    w.beginList();
+    for (int i = 0; i < 1000; ++i) {
+      w.item();
+      w.beginDict();
+      w.item();
+      w.string("action");
+      w.string("snapshot");
+      w.end();
+    }
+    w.end();
+    const uint32_t trace = w.memoize();
+    for (int i = 0; i < 3000; ++i) {
+      w.item();
+      w.get(trace);
+    }
+    w.end();
+    w.end();
+    w.finish();
+  }
+  EXPECT_LT(bomb.size(), 30000u);
+  EXPECT_ERROR(bomb, "more than its size can hold");
+  // Values nested deeper than anyone writes them, and a list that holds itself.
+  std::string deep = "{\"segments\": [], \"allocator_settings\": {\"a\": " + std::string(100, '[') +
+                     std::string(100, ']') + "}}";
+  EXPECT_ERROR(deep, "allocator_settings.a[0][0]");
+  EXPECT_ERROR(deep, "nested more than 64 levels deep");
+  std::string loop;  // {"segments": [], "allocator_settings": {"a": l}} where l = [l]
+  {
+    pickle::Writer w(loop);
+    w.beginDict();
+    w.item();
+    w.string("segments");
+    w.beginList();
+    w.end();
+    w.item();
+    w.string("allocator_settings");
+    w.beginDict();
+    w.item();
+    w.string("a");
+    w.beginList();
+    const uint32_t self = w.memoize();
+    w.item();
+    w.get(self);
+    w.end();
+    w.end();
+    w.end();
+    w.finish();
+  }
+  EXPECT_ERROR(loop, "nested more than 64 levels deep");
+  // Pickle strings are UTF-8, as Python requires.
+  EXPECT_ERROR(std::string("\x80\x04}\x8c\x08" "segments]\x8c\x02\xff\xfe]s.", 20), "a string that is not UTF-8");
 }
 
 }  // namespace

@@ -220,7 +220,13 @@ class Reader {
       }
       case kLong1: {  // little-endian two's complement
         const size_t n = le(1, at);
-        if (n > 8) fail(at, "LONG1 integer of {} bytes: at most 8 (a signed 64-bit value) are read", n);
+        if (n == 9 && pos_ + 9 <= size_ && p_[pos_ + 8] == 0 && (p_[pos_ + 7] & 0x80) != 0) {
+          Value v = scalar(Value::Kind::UInt);  // 2^63 to 2^64 - 1, as our writer puts such addresses
+          v.u = le(8, at);
+          pos_ += 1;
+          return push(v, at);
+        }
+        if (n > 8) fail(at, "LONG1 integer of {} bytes: at most a signed 64-bit or an unsigned 64-bit value is read", n);
         uint64_t u = n == 0 ? 0 : le(n, at);
         if (n > 0 && n < 8 && (u >> (8 * n - 1)) != 0) u |= ~uint64_t{0} << (8 * n);  // sign-extend
         Value v = scalar(Value::Kind::Int);

@@ -35,10 +35,12 @@ struct DictObj;
 
 // 16 bytes: a snapshot of hundreds of MB holds tens of millions of them.
 struct Value {
-  enum class Kind : uint8_t { None, Bool, Int, Float, String, List, Tuple, Dict };
+  // UInt: an integer above INT64_MAX and below 2^64 (a LONG1 of 9 bytes, the last one zero).
+  enum class Kind : uint8_t { None, Bool, Int, Float, String, List, Tuple, Dict, UInt };
   union {
     bool b;
     int64_t i;
+    uint64_t u;  // UInt
     double f;
     const char* chars;    // String: a view into the Document's input
     const ListObj* list;  // List and Tuple
@@ -51,6 +53,7 @@ struct Value {
   bool isNone() const { return kind == Kind::None; }
   const bool* asBool() const { return kind == Kind::Bool ? &b : nullptr; }
   const int64_t* asInt() const { return kind == Kind::Int ? &i : nullptr; }
+  const uint64_t* asUInt() const { return kind == Kind::UInt ? &u : nullptr; }
   const double* asFloat() const { return kind == Kind::Float ? &f : nullptr; }
   std::optional<std::string_view> asString() const {
     if (kind != Kind::String) return std::nullopt;

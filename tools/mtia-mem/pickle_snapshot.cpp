@@ -21,7 +21,8 @@ class PickleNode {
       case pickle::Value::Kind::None: return Value::Kind::None;
       case pickle::Value::Kind::Bool: return Value::Kind::Bool;
       case pickle::Value::Kind::Int: return Value::Kind::Int;
-      case pickle::Value::Kind::Float: return Value::Kind::Float;
+      case pickle::Value::Kind::Float:
+      case pickle::Value::Kind::UInt: return Value::Kind::Float;  // beyond int64, as the JSON reader keeps it
       case pickle::Value::Kind::String: return Value::Kind::String;
       case pickle::Value::Kind::List: return Value::Kind::List;
       case pickle::Value::Kind::Tuple: return Value::Kind::Tuple;
@@ -71,6 +72,10 @@ class PickleNode {
     return nullptr;
   }
   bool u64(uint64_t& out) const {
+    if (const uint64_t* u = v_->asUInt()) {
+      out = *u;
+      return true;
+    }
     if (const int64_t* i = v_->asInt(); i != nullptr && *i >= 0) {
       out = static_cast<uint64_t>(*i);
       return true;
@@ -87,6 +92,7 @@ class PickleNode {
   bool f64(double& out) const {
     if (const double* d = v_->asFloat()) out = *d;
     else if (const int64_t* i = v_->asInt()) out = static_cast<double>(*i);
+    else if (const uint64_t* u = v_->asUInt()) out = static_cast<double>(*u);
     else return false;
     return true;
   }

@@ -57,10 +57,9 @@ class SnapshotBuilder {
       : name_(name), options_(options), budget_(2 * uint64_t{inputBytes} + (uint64_t{1} << 16)) {}
 
   Snapshot build(const Node& root) {
-    const Where top{};
     if (root.isList()) {  // PyTorch 1.13: a bare list of segments, no trace
       snap_.shape = Shape::SegmentList;
-      if (options_.segments) readSegments(root, Where{&top, "segments"});
+      if (options_.segments) readSegments(root, Where{nullptr, "segments"});
       return std::move(snap_);
     }
     if (!root.isDict())
@@ -70,12 +69,12 @@ class SnapshotBuilder {
     Node n;
     const bool hasSegments = root.member("segments", n);
     if (hasSegments) {
-      const Where w{&top, "segments"};
+      const Where w{nullptr, "segments"};
       if (!n.isList()) fail(w, "is not a list");
       if (options_.segments) readSegments(n, w);
     }
     if (root.member("device_traces", n)) {
-      const Where w{&top, "device_traces"};
+      const Where w{nullptr, "device_traces"};
       if (!n.isList()) fail(w, "is not a list");
       snap_.hasTraces = true;
       readTraces(n, w);
@@ -83,12 +82,12 @@ class SnapshotBuilder {
       throw SnapshotError(fmt::format("{}: not a memory snapshot: a dict without 'segments' or 'device_traces'", name_));
     }
     if (root.member("allocator_settings", n)) {
-      const Where w{&top, "allocator_settings"};
+      const Where w{nullptr, "allocator_settings"};
       if (!n.isDict() && n.kind() != Value::Kind::None) fail(w, "is not a dict");
       snap_.allocatorSettings = valueOf(n, w, 0);
     }
     if (root.member("external_annotations", n)) {
-      const Where w{&top, "external_annotations"};
+      const Where w{nullptr, "external_annotations"};
       if (!n.isList()) fail(w, "is not a list");
       size_t i = 0;
       n.forEach([&](const Node& a) {
