@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 namespace mtia {
 
@@ -27,10 +26,7 @@ std::string memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) 
   }
   mem::Snapshot snap = allocator::assembleSnapshot(devices, rt.deviceCount(), rt.allocatorContext().config(), history);
   history.drain();
-  if (format == mtiaSnapshotPickle) return mem::toPickle(snap);
-  std::ostringstream out;
-  mem::writeJson(snap, out);
-  return std::move(out).str();
+  return format == mtiaSnapshotPickle ? mem::toPickle(snap) : mem::toJson(snap);
 }
 
 void dumpMemorySnapshot(Runtime& rt, const std::string& path, mtiaSnapshotFormat format, bool traces) {

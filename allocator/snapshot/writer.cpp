@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <iterator>
+#include <string>
+#include <vector>
 
 namespace mtia::mem {
 
@@ -17,7 +19,9 @@ bool wholeMicros(double us) { return std::trunc(us) == us && std::fabs(us) < 0x1
 
 class JsonOut {
  public:
-  explicit JsonOut(std::ostream& out) : out_(out) {}
+  // Writes to a stream, in chunks of about 1 MiB, or appends to a string.
+  explicit JsonOut(std::ostream& out) : stream_(&out) {}
+  explicit JsonOut(std::string& out) : text_(&out) {}
   ~JsonOut() { flush(); }
 
   template <typename... Args>
@@ -30,17 +34,27 @@ class JsonOut {
     if (wholeMicros(us)) put("{}", static_cast<int64_t>(us));
     else put("{}", us);
   }
+  // A stack's frames, formatted once and copied at every later use: snapshots with C++ stacks repeat the
+  // same few stacks in every trace entry.
   void frames(const Snapshot& snap, StackId id) {
-    put("[");
-    const auto& frames = snap.stacks.frames(id);
-    for (size_t i = 0; i < frames.size(); ++i) {
-      put("{}{{\"filename\": ", i ? ", " : "");
-      string(frames[i].filename);
-      put(", \"line\": {}, \"name\": ", frames[i].line);
-      string(frames[i].name);
-      put("}}");
+    if (id >= framesText_.size()) framesText_.resize(snap.stacks.size());
+    std::string& text = framesText_[id];
+    if (text.empty()) {
+      fmt::memory_buffer b;
+      b.push_back('[');
+      const auto& frames = snap.stacks.frames(id);
+      for (size_t i = 0; i < frames.size(); ++i) {
+        fmt::format_to(std::back_inserter(b), "{}{{\"filename\": ", i ? ", " : "");
+        appendJsonString(b, frames[i].filename);
+        fmt::format_to(std::back_inserter(b), ", \"line\": {}, \"name\": ", frames[i].line);
+        appendJsonString(b, frames[i].name);
+        b.push_back('}');
+      }
+      b.push_back(']');
+      text.assign(b.data(), b.size());
     }
-    put("]");
+    buf_.append(text.data(), text.data() + text.size());
+    if (buf_.size() > (1u << 20)) flush();
   }
   void value(const Value& v) {
     switch (v.kind) {
@@ -75,13 +89,16 @@ class JsonOut {
     }
   }
   void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    if (stream_ != nullptr) stream_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    else text_->append(buf_.data(), buf_.size());
     buf_.clear();
   }
 
  private:
-  std::ostream& out_;
+  std::ostream* stream_ = nullptr;
+  std::string* text_ = nullptr;
   fmt::memory_buffer buf_;
+  std::vector<std::string> framesText_;  // by stack id; "" until first written
 };
 
 class PickleOut {
@@ -152,10 +169,7 @@ class PickleOut {
   std::vector<uint32_t> memo_;
 };
 
-}  // namespace
-
-void writeJson(const Snapshot& snap, std::ostream& out) {
-  JsonOut j(out);
+void writeJsonTo(const Snapshot& snap, JsonOut& j) {
   j.put("{{\"segments\": [");
   for (size_t i = 0; i < snap.segments.size(); ++i) {
     const Segment& s = snap.segments[i];
@@ -203,6 +217,22 @@ void writeJson(const Snapshot& snap, std::ostream& out) {
     j.value(snap.externalAnnotations[i]);
   }
   j.put("]}}\n");
+}
+
+}  // namespace
+
+void writeJson(const Snapshot& snap, std::ostream& out) {
+  JsonOut j(out);
+  writeJsonTo(snap, j);
+}
+
+std::string toJson(const Snapshot& snap) {
+  std::string text;
+  {
+    JsonOut j(text);
+    writeJsonTo(snap, j);
+  }
+  return text;
 }
 
 std::string toPickle(const Snapshot& snap) {

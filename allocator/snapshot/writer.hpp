@@ -12,6 +12,7 @@
 namespace mtia::mem {
 
 void writeJson(const Snapshot& snap, std::ostream& out);
+std::string toJson(const Snapshot& snap);
 std::string toPickle(const Snapshot& snap);
 
 }  // namespace mtia::mem
