@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with CMake into build/, runs the demo on
-# the simulated device, then mtia-smi.
+# the simulated device (recording memory history), summarises and plots its
+# memory snapshot with mtia-mem, then runs mtia-smi.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -8,6 +9,9 @@ source scripts/lib.sh
 BUILD_DIR=build
 DEMO=tools/mtia-demo # target path inside the build directory
 SMI=tools/mtia-smi
+MEM=tools/mtia-mem
+SNAPSHOT="$BUILD_DIR/mtia-demo-snapshot.pickle"
+PLOT="$BUILD_DIR/mtia-demo-memory.html"
 
 mtia_step "install dependencies"
 bash scripts/install-deps.sh
@@ -16,14 +20,20 @@ mtia_step "configure (CMake, RelWithDebInfo) in $BUILD_DIR/"
 mtia_cmake_configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # Only the programs the demo runs (and what they link), not the tests.
-targets=("$DEMO")
+targets=("$DEMO" "$MEM")
 if ninja -C "$BUILD_DIR" -t query "$SMI" >/dev/null 2>&1; then targets+=("$SMI"); fi
 mtia_step "build ${targets[*]}"
 cmake --build "$BUILD_DIR" -j "$MTIA_JOBS" --target "${targets[@]##*/}"
 
 mtia_step "run $BUILD_DIR/$DEMO"
 [[ -x "$BUILD_DIR/$DEMO" ]] || { echo "demo: $BUILD_DIR/$DEMO was not built" >&2; exit 1; }
-"$BUILD_DIR/$DEMO"
+MTIA_DEMO_SNAPSHOT="$SNAPSHOT" "$BUILD_DIR/$DEMO"
+
+mtia_step "mtia-mem summary $SNAPSHOT"
+"$BUILD_DIR/$MEM" summary "$SNAPSHOT"
+mtia_step "mtia-mem plot $SNAPSHOT -o $PLOT"
+"$BUILD_DIR/$MEM" plot "$SNAPSHOT" -o "$PLOT"
+echo "open $PLOT in a browser: memory over time by allocation site, the segment map, the top sites"
 
 mtia_step "run $BUILD_DIR/$SMI"
 if [[ -x "$BUILD_DIR/$SMI" ]]; then

@@ -4,6 +4,9 @@
  * work into a graph and replays it (same results, faster), replays a chain of
  * 500 small launches as one graph against launching them one by one, prints the caching
  * allocator's statistics and shows what an out-of-memory report looks like.
+ * Memory history is recorded throughout (with C++ stacks); with MTIA_DEMO_SNAPSHOT=PATH set, a memory
+ * snapshot (pickle, PyTorch's format) is written there right after the out-of-memory report, for
+ * `mtia-mem summary` and `mtia-mem plot` (scripts/demo.sh does this).
  * Exit status 0 when every check passed. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <mtia/mtia.h>
@@ -337,7 +340,8 @@ static void on_oom(int dev, size_t requested, size_t total, size_t free_mem, voi
 
 /* Asks device 0 for more than it has: the observer runs, and the error says why, with the figures a user
  * needs to tell fragmentation from exhaustion. Returns 1 when the allocator did not refuse. */
-static int show_out_of_memory(void) {
+/* snapshot: where to write the memory snapshot while the request that ran out is fresh (NULL: not). */
+static int show_out_of_memory(const char* snapshot) {
   size_t free_mem = 0, total = 0;
   void* keep = NULL;
   void* p = NULL;
@@ -353,12 +357,21 @@ static int show_out_of_memory(void) {
     return 1;
   }
   printf("  %s: %s\n", mtiaGetErrorName(st), mtiaGetLastErrorMessage());
+  if (snapshot != NULL && snapshot[0] != '\0') {
+    /* What a memory debugging session looks at: the blocks still live, the trace up to the failure. */
+    CHECK(mtiaMemoryDumpSnapshot(snapshot, mtiaSnapshotPickle, mtiaSnapshotIncludeTraces));
+    printf("memory snapshot (history with C++ stacks, taken after the out-of-memory error) written to %s\n",
+           snapshot);
+  }
   CHECK(mtiaFree(keep));
   return 0;
 }
 
 int main(void) {
   int count = 0, dev, failures = 0;
+  const char* snapshot = getenv("MTIA_DEMO_SNAPSHOT");
+  /* Record what the allocator does, with who allocated what, as a memory debugging session would. */
+  CHECK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksCpp, 0));
   CHECK(mtiaGetDeviceCount(&count));
   list_devices(count);
   if (count == 0) {
@@ -367,7 +380,7 @@ int main(void) {
   }
   for (dev = 0; dev < count; ++dev) failures += run_on(dev);
   print_memory_stats(0);
-  failures += show_out_of_memory();
+  failures += show_out_of_memory(snapshot);
   if (failures)
     printf("mtia-demo: %d wrong values\n", failures);
   else
