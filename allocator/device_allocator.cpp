@@ -49,13 +49,15 @@ void* DeviceAllocator::allocate(size_t size, streams::Stream& stream) {
     HistoryRecorder& history;
     AllocContext* ctx;
     ~ContextScope() {
-      allocContext_ = nullptr;
-      history.unref(ctx);
+      if (ctx != nullptr) {
+        allocContext_ = nullptr;
+        history.unref(ctx);
+      }
       history.drain();
     }
   } scope{history, history.recording() ? history.capture() : nullptr};
   Lock lock(mu_);
-  allocContext_ = scope.ctx;
+  if (scope.ctx != nullptr) allocContext_ = scope.ctx;  // (thread-local: only while recording)
   if (!capturing()) processEvents();
   const size_t rounded = roundSize(size, config_);
   const uint64_t sid = static_cast<uint64_t>(stream.id());
@@ -76,7 +78,10 @@ void* DeviceAllocator::allocate(size_t size, streams::Stream& stream) {
   if (b == nullptr) b = outOfMemoryLadder(lock, *pool, stream, rounded);
   if (b == nullptr) outOfMemory(lock, size, rounded, sid);
   serve(b, rounded, size);
-  if (history.recording()) noteAlloc(b, std::exchange(scope.ctx, nullptr));
+  if (history.recording()) {
+    allocContext_ = nullptr;
+    noteAlloc(b, std::exchange(scope.ctx, nullptr));
+  }
   return reinterpret_cast<void*>(b->address);
 }
 

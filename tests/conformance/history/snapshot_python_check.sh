@@ -8,8 +8,20 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$dump" "$work/s.json" "$work/s.pickle"
 python3 - "$work/s.json" "$work/s.pickle" <<'PY'
-import json, pickle, sys
+import json, pickle, pickletools, sys
 j = json.load(open(sys.argv[1]))
+# Only the opcodes PyTorch's MemoryViz.js unpickler handles (reference notes 4.5), protocol 2 to 4.
+allowed = {"PROTO", "FRAME", "MARK", "STOP", "EMPTY_DICT", "EMPTY_LIST", "EMPTY_TUPLE", "APPEND", "APPENDS",
+           "SETITEM", "SETITEMS", "DICT", "LIST", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "BININT", "BININT1",
+           "BININT2", "LONG1", "BINFLOAT", "NEWTRUE", "NEWFALSE", "NONE", "SHORT_BINUNICODE", "BINUNICODE",
+           "BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET", "MEMOIZE"}
+ops = {}
+with open(sys.argv[2], "rb") as f:
+    for op, arg, pos in pickletools.genops(f):
+        ops[op.name] = ops.get(op.name, 0) + 1
+        if op.name == "PROTO":
+            assert 2 <= arg <= 4, f"protocol {arg}"
+assert set(ops) <= allowed, f"opcodes MemoryViz.js cannot read: {set(ops) - allowed}"
 raw = pickle.load(open(sys.argv[2], "rb"))
 def lists(v):
     if isinstance(v, (list, tuple)): return [lists(x) for x in v]
