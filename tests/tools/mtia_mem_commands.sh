@@ -132,7 +132,11 @@ assert type(again["allocator_settings"]["garbage_collection_threshold"]) is floa
 e = again["device_traces"][1][0]
 assert (e["pool_id"], e["user_metadata"], e["compile_context"]) == ([2, 1], "batch=3", "Torch-Compiled Region: 0/0"), e
 PY
-run export113 export "$fx/torch_1_13.pickle" -o "$work/old.json"
+run export113 export "$fx/torch_1_13.pickle" -o "$work/old.json" --json
+check export113 <<'PY'
+assert r["shape"] == "PyTorch 1.13 list of segments" and r["format"] == "json", r
+assert (r["segments"], r["trace_entries"]) == (2, 0), r
+PY
 python3 - "$work/old.json" <<'PY' || fail "1.13 export: $(head -c 600 "$work/old.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))

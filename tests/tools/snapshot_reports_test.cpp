@@ -56,6 +56,10 @@ TEST(StackLabels, NameTheProgramsInnermostFrame) {
   EXPECT_EQ(siteLabel(t, torch), "forward (model.py:42)");
   const StackId onlyMachinery = t.intern({{"", 0, "mtia::allocator::DeviceAllocator::allocate"}, {"??", 0, "??"}});
   EXPECT_EQ(siteLabel(t, onlyMachinery), "mtia::allocator::DeviceAllocator::allocate") << "the innermost, if all are";
+  const StackId native = t.intern({{"/usr/lib/x86_64-linux-gnu/libmtia.so.1", 0, "_ZN4mtia9allocator15DeviceAllocator8allocateEm"},
+                                   {"/usr/lib/x86_64-linux-gnu/libmtia.so.1", 0, "mtiaMallocAsync"},
+                                   {"/opt/app/bin/server", 0, "Server::handle(Request const&)"}});
+  EXPECT_EQ(siteLabel(t, native), "Server::handle(Request const&) (/opt/app/bin/server)") << "our runtime's frames";
   EXPECT_EQ(siteLabel(t, 0), "(no stack recorded)");
   EXPECT_EQ(frameLabel({"a.py", 0, ""}), "? (a.py)");
   EXPECT_EQ(stackLabels(t, torch, 2).size(), 2u);

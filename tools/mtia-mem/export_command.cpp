@@ -1,5 +1,6 @@
-// mtia-mem export SNAP -o OUT [--format json|pickle]
+// mtia-mem export SNAP -o OUT [--format json|pickle] [--json]
 #include "commands.hpp"
+#include "json_writer.hpp"
 #include "load_snapshot.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@ namespace {
 
 struct ExportArgs {
   std::string path, output, format;
+  bool json = false;
 };
 
 void run(const ExportArgs& a) {
@@ -19,7 +21,25 @@ void run(const ExportArgs& a) {
   if (format.empty())
     throw std::invalid_argument(
         fmt::format("-o {}: say --format json or pickle (the name ends in neither .json, .pickle nor .pkl)", a.output));
-  writeSnapshotFile(loadSnapshot(a.path), a.output, format);
+  const Snapshot snap = loadSnapshot(a.path);
+  writeSnapshotFile(snap, a.output, format);
+  size_t entries = 0;
+  for (const auto& trace : snap.deviceTraces) entries += trace.size();
+  if (a.json) {
+    fmt::print("{}", JsonWriter()
+                         .beginObject()
+                         .member("file", a.path)
+                         .member("shape", shapeName(snap.shape))
+                         .member("output", a.output)
+                         .member("format", format)
+                         .member("segments", snap.segments.size())
+                         .member("trace_entries", entries)
+                         .endObject()
+                         .finish());
+  } else {
+    fmt::print("{}: {} segments and {} trace entries of {} ({}) as a PyTorch 2.x snapshot in {}\n", a.output,
+               snap.segments.size(), entries, a.path, shapeName(snap.shape), format);
+  }
 }
 
 }  // namespace
@@ -34,6 +54,7 @@ void addExportCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "file to write")->required();
   cmd->add_option("--format", args->format, "json or pickle (default: from the output's name)")
       ->check(CLI::IsMember({"json", "pickle"}));
+  cmd->add_flag("--json", args->json, "print one JSON object (what was written) instead of text");
   cmd->callback([args] { run(*args); });
 }
 

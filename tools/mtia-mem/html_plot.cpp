@@ -82,7 +82,12 @@ std::vector<double> ticks(double max, int count) {
   return out;
 }
 
-std::string tickText(double v) { return fmt::format("{:.{}f}", v, v == std::floor(v) ? 0 : 2); }
+// Tick labels with as many decimals as their step needs, the same for all ticks of an axis.
+std::string tickText(double v, const std::vector<double>& all) {
+  const double step = all.size() > 1 ? all[1] - all[0] : 1;
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  return fmt::format("{:.{}f}", v, std::min(decimals, 9));
+}
 
 class Page {
  public:
@@ -159,17 +164,18 @@ class Page {
                                         : "");
     put("<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"active memory over time\">\n",
         kChartWidth, kChartHeight, kChartWidth, kChartHeight);
-    for (double v : ticks(yMax, 5)) {
+    const std::vector<double> yTicks = ticks(yMax, 5), xTicks = ticks(xMax, 8);
+    for (double v : yTicks) {
       const double y = kTop + plotH * (1 - v / yMax);
       put("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
           "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-          kLeft, kLeft + plotW, y, y, kLeft - 6, y + 4, tickText(v));
+          kLeft, kLeft + plotW, y, y, kLeft - 6, y + 4, tickText(v, yTicks));
     }
-    for (double v : ticks(xMax, 8)) {
+    for (double v : xTicks) {
       const double x = X(v);
       put("<line class=\"axis\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
           "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
-          x, x, kTop + plotH, kTop + plotH + 5, x, kTop + plotH + 18, tickText(v));
+          x, x, kTop + plotH, kTop + plotH + 5, x, kTop + plotH + 18, tickText(v, xTicks));
     }
     put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", kLeft + plotW / 2, kChartHeight - 4,
         t.timed ? "time since the first entry (s)" : "trace entry (the trace has no times)");

@@ -10,15 +10,17 @@ namespace mtia::mem {
 namespace {
 
 // The machinery between a program's call and the recorded allocation: PyTorch's and our allocators and
-// dispatchers (C++ namespaces), stack unwinders, the CPython interpreter loop, process start-up.
-constexpr std::string_view kMachineryNamespaces[] = {"c10::", "at::", "torch::", "mtia::", "std::"};
+// dispatchers (C++ namespaces, demangled or not: our runtime's native frames name a function as its
+// symbol table has it), stack unwinders, the CPython interpreter loop, process start-up.
+constexpr std::string_view kMachineryNamespaces[] = {"c10::",    "at::",    "torch::", "mtia::",  "std::",
+                                                     "_ZN4mtia", "_ZN3c10", "_ZN2at",  "_ZN5torch", "_ZNSt"};
 constexpr std::string_view kMachineryNameParts[] = {
     "mtiaMalloc", "unwind", "CapturedTraceback", "PyEval_", "PyObject_", "PyFunction_", "PyVectorcall",
     "cfunction_call", "method_vectorcall", "__libc_start", "??",
 };
 constexpr std::string_view kMachineryFiles[] = {
     "torch/cuda/memory.py", "torch/utils/_python_dispatch.py", "torch/_ops.py", "ceval.c", "Objects/call.c",
-    "Objects/methodobject.c", "pycore_", "<frozen", "??",
+    "Objects/methodobject.c", "pycore_", "<frozen", "??", "libmtia.so", "libpython", "libc.so",
 };
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
