@@ -109,6 +109,32 @@ for b in data.get("benchmarks", []):
         median_records[name] = b
     elif b.get("aggregate_name") == "cv":
         spreads[name] = b["ns_per_op"]
+
+
+def fmt_ns(name):
+    """The median of name in ns, with its spread; "error" or "n/a" when it has none."""
+    if name in errors:
+        return "error"
+    v = medians.get(name)
+    if v is None:
+        return "n/a"
+    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
+    if name in spreads:
+        text += f" (cv {100 * spreads[name]:.0f}%)"
+    return text
+
+
+def machine_lines():
+    """The run facts every report lists under its title."""
+    cpu = machine["cpu"] or "unknown CPU"
+    return [
+        "- date: " + machine["date"],
+        "- machine: " + machine["nproc"] + " CPUs, " + cpu + " (shared with other work: see",
+        "  the load average)",
+        "- load average: " + machine["load"],
+        "- commit measured: " + machine["commit"],
+        "- binary: " + machine["bench"],
+    ]
 '
 
 # bench_report NAME [MORE_JSON...] <<'EOF' ... EOF: exports the run facts (call it when the programs

@@ -36,17 +36,6 @@ WORKLOADS = [
 device_allocs = {name: b["device_allocs"] for name, b in median_records.items() if "device_allocs" in b}
 
 
-def fmt_ns(name):
-    if name in errors:
-        return "error"
-    v = medians.get(name)
-    if v is None:
-        return "n/a"
-    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
-    if name in spreads:
-        text += f" (cv {100 * spreads[name]:.0f}%)"
-    return text
-
 
 def ratio(a, b):
     return f"{medians[a] / medians[b]:.2f}" if medians.get(a) and medians.get(b) else "n/a"
@@ -70,12 +59,9 @@ lines = [
     "device allocs: device allocations while timing (cache misses; median over the repetitions).",
     "Results are reported, not asserted.",
     "",
-    f"- date: {machine['date']}",
-    f"- machine: {machine['nproc']} CPUs, {machine['cpu'] or 'unknown CPU'} (shared with other work: see",
-    "  the load average)",
-    f"- load average: {machine['load']}",
-    f"- commit measured: {machine['commit']}",
-    f"- binary: {machine['bench']}",
+]
+lines += machine_lines()
+lines += [
     f"- simulated devices: {context.get('devices', '?')}",
 ]
 for ref in REFERENCES:

@@ -120,12 +120,9 @@ lines = [
     "replay of N `noop` kernels + `mtiaStreamSynchronize` per iteration, time per node (replay time / N).",
     "cv: coefficient of variation over the repetitions. Results are reported, not asserted.",
     "",
-    f"- date: {machine['date']}",
-    f"- machine: {machine['nproc']} CPUs, {machine['cpu'] or 'unknown CPU'} (shared with other work: see",
-    "  the load average)",
-    f"- load average: {machine['load']}",
-    f"- commit measured: {machine['commit']}",
-    f"- binary: {machine['bench']}",
+]
+lines += machine_lines()
+lines += [
     f"- simulated device: {context.get('device', '?')}, {context.get('engines', '?')} engines",
     f"- diamond: {branches:.0f} branches of {depth:.0f} `sleep_us({sleep_us:.0f})` kernels each "
     f"(one branch: {depth * sleep_us / 1000:g} ms of sleeps; all run one after another: "

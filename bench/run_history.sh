@@ -27,17 +27,6 @@ PAIR_BUDGET_NS = {"all_nostacks": 100, "all_cpp": 1000}  # over recording off, p
 SNAPSHOT_BUDGET_MS = 150
 
 
-def fmt_ns(name):
-    if name in errors:
-        return "error"
-    v = medians.get(name)
-    if v is None:
-        return "n/a"
-    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
-    if name in spreads:
-        text += f" (cv {100 * spreads[name]:.0f}%)"
-    return text
-
 
 def verdict(ok, names):
     for n in names:
@@ -89,12 +78,9 @@ lines = [
     "snapshot (which reads the modules' symbol tables) is not timed. cv: coefficient of variation over",
     "the repetitions. Results are reported, not asserted.",
     "",
-    f"- date: {machine['date']}",
-    f"- machine: {machine['nproc']} CPUs, {machine['cpu'] or 'unknown CPU'} (shared with other work: see",
-    "  the load average)",
-    f"- load average: {machine['load']}",
-    f"- commit measured: {machine['commit']}",
-    f"- binary: {machine['bench']}",
+]
+lines += machine_lines()
+lines += [
     "",
     "| workload | ours (median) | reference: recording off (median) | difference / size | criterion | met? |",
     "|---|---:|---:|---|---|---|",

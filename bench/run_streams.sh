@@ -58,15 +58,6 @@ DIAGNOSTICS = [
 idle_path = more_paths[0]
 
 
-def fmt_ns(name):
-    v = medians.get(name)
-    if v is None:
-        return "n/a"
-    text = f"{v:,.0f} ns" if v >= 100 else f"{v:.1f} ns"
-    if name in spreads:
-        text += f" (cv {100 * spreads[name]:.0f}%)"
-    return text
-
 
 rows = []
 for key, title, target_ns, speedup in WORKLOADS:

@@ -8,11 +8,53 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <algorithm>
 
 namespace mtia {
 
-std::string memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) {
+namespace {
+
+// Bytes in one block from malloc, grown with realloc: a JSON snapshot of hundreds of MB is written once
+// and handed over as it is (realloc of a large block remaps its pages instead of copying them).
+class MallocBuffer {
+ public:
+  MallocBuffer() = default;
+  ~MallocBuffer() { std::free(data_); }
+  MallocBuffer(const MallocBuffer&) = delete;
+  MallocBuffer& operator=(const MallocBuffer&) = delete;
+
+  void append(std::string_view bytes) {
+    if (bytes.size() + 1 > capacity_ - size_) {  // + 1: the NUL
+      size_t want = std::max(capacity_ * 2, size_ + bytes.size() + 1);
+      void* grown = std::realloc(data_, want);
+      if (grown == nullptr) fail(mtiaErrorMemoryAllocation, "no host memory for a snapshot of {} bytes", want);
+      data_ = static_cast<char*>(grown);
+      capacity_ = want;
+    }
+    std::memcpy(data_ + size_, bytes.data(), bytes.size());
+    size_ += bytes.size();
+  }
+  mtiaBuffer release() {
+    append({});  // room for the NUL
+    data_[size_] = '\0';
+    mtiaBuffer out{data_, size_};
+    data_ = nullptr;
+    size_ = capacity_ = 0;
+    return out;
+  }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+}  // namespace
+
+mtiaBuffer memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) {
   allocator::HistoryRecorder& history = rt.allocatorContext().history();
   std::vector<allocator::DeviceSnapshot> devices;
   try {
@@ -26,19 +68,26 @@ std::string memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) 
   }
   mem::Snapshot snap = allocator::assembleSnapshot(devices, rt.deviceCount(), rt.allocatorContext().config(), history);
   history.drain();
-  return format == mtiaSnapshotPickle ? mem::toPickle(snap) : mem::toJson(snap);
+  MallocBuffer out;
+  if (format == mtiaSnapshotPickle) out.append(mem::toPickle(snap));
+  else mem::writeJson(snap, [&](std::string_view chunk) { out.append(chunk); });
+  return out.release();
 }
 
 void dumpMemorySnapshot(Runtime& rt, const std::string& path, mtiaSnapshotFormat format, bool traces) {
-  const std::string bytes = memorySnapshot(rt, format, traces);
+  mtiaBuffer bytes = memorySnapshot(rt, format, traces);
+  struct Owner {
+    mtiaBuffer& b;
+    ~Owner() { std::free(b.data); }
+  } owner{bytes};
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) fail(mtiaErrorInvalidValue, "path '{}' cannot be opened for writing: {}", path, std::strerror(errno));
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  const size_t written = std::fwrite(bytes.data, 1, bytes.size, f);
   const int writeErrno = errno;
-  if (std::fclose(f) != 0 || written != bytes.size()) {
+  if (std::fclose(f) != 0 || written != bytes.size) {
     std::remove(path.c_str());
     fail(mtiaErrorInvalidValue, "writing the snapshot to path '{}' failed: {}", path,
-         std::strerror(written != bytes.size() ? writeErrno : errno));
+         std::strerror(written != bytes.size ? writeErrno : errno));
   }
 }
 

@@ -12,9 +12,10 @@ namespace mtia {
 
 class Runtime;
 
-// The snapshot's bytes. traces: include each device's trace ring. Thread-safe; blocking (each device's
-// lock while copying, the provider while resolving); throws std::bad_alloc.
-std::string memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces);
+// The snapshot's bytes in memory from malloc (the caller frees data; one byte more than size holds a
+// NUL). traces: include each device's trace ring. Thread-safe; blocking (each device's lock while
+// copying, the provider while resolving); throws Error(MemoryAllocation), std::bad_alloc.
+mtiaBuffer memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces);
 
 // memorySnapshot written to path. Throws Error(InvalidValue) naming the path and the system's reason
 // when it cannot be written.

@@ -19,10 +19,8 @@ bool wholeMicros(double us) { return std::trunc(us) == us && std::fabs(us) < 0x1
 
 class JsonOut {
  public:
-  // Writes to a stream, in chunks of about 1 MiB, or appends to a string.
-  explicit JsonOut(std::ostream& out) : stream_(&out) {}
-  explicit JsonOut(std::string& out) : text_(&out) {}
-  ~JsonOut() { flush(); }
+  // Hands the text to sink in chunks of about 1 MiB.
+  explicit JsonOut(const JsonSink& sink) : sink_(sink) {}
 
   template <typename... Args>
   void put(fmt::format_string<Args...> f, Args&&... args) {
@@ -89,14 +87,12 @@ class JsonOut {
     }
   }
   void flush() {
-    if (stream_ != nullptr) stream_->write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    else text_->append(buf_.data(), buf_.size());
+    if (buf_.size() > 0) sink_(std::string_view(buf_.data(), buf_.size()));
     buf_.clear();
   }
 
  private:
-  std::ostream* stream_ = nullptr;
-  std::string* text_ = nullptr;
+  const JsonSink& sink_;
   fmt::memory_buffer buf_;
   std::vector<std::string> framesText_;  // by stack id; "" until first written
 };
@@ -221,18 +217,14 @@ void writeJsonTo(const Snapshot& snap, JsonOut& j) {
 
 }  // namespace
 
-void writeJson(const Snapshot& snap, std::ostream& out) {
-  JsonOut j(out);
+void writeJson(const Snapshot& snap, const JsonSink& sink) {
+  JsonOut j(sink);
   writeJsonTo(snap, j);
+  j.flush();
 }
 
-std::string toJson(const Snapshot& snap) {
-  std::string text;
-  {
-    JsonOut j(text);
-    writeJsonTo(snap, j);
-  }
-  return text;
+void writeJson(const Snapshot& snap, std::ostream& out) {
+  writeJson(snap, [&](std::string_view chunk) { out.write(chunk.data(), static_cast<std::streamsize>(chunk.size())); });
 }
 
 std::string toPickle(const Snapshot& snap) {

@@ -6,13 +6,17 @@
 
 #include "allocator/snapshot/model.hpp"
 
+#include <functional>
 #include <ostream>
+#include <string_view>
 #include <string>
 
 namespace mtia::mem {
 
+// Receives the JSON text in order, in chunks of about 1 MiB.
+using JsonSink = std::function<void(std::string_view)>;
+void writeJson(const Snapshot& snap, const JsonSink& sink);
 void writeJson(const Snapshot& snap, std::ostream& out);
-std::string toJson(const Snapshot& snap);
 std::string toPickle(const Snapshot& snap);
 
 }  // namespace mtia::mem

@@ -71,14 +71,7 @@ MTIA_API mtiaError_t mtiaMemorySnapshot(mtiaSnapshotFormat fmt, unsigned int fla
   return apiCall("mtiaMemorySnapshot", [&] {
     requireNonNull(out, "out");
     const mtiaSnapshotFormat format = checkSnapshotArgs(fmt, flags);
-    const std::string bytes =
-        mtia::memorySnapshot(Runtime::instance(), format, (flags & mtiaSnapshotIncludeTraces) != 0);
-    void* data = std::malloc(bytes.size() + 1);  // + 1: a JSON snapshot is also a C string
-    if (data == nullptr) fail(mtiaErrorMemoryAllocation, "no host memory for a snapshot of {} bytes", bytes.size());
-    std::memcpy(data, bytes.data(), bytes.size());
-    static_cast<char*>(data)[bytes.size()] = '\0';
-    out->data = data;
-    out->size = bytes.size();
+    *out = mtia::memorySnapshot(Runtime::instance(), format, (flags & mtiaSnapshotIncludeTraces) != 0);
   });
 }
 
