@@ -216,6 +216,19 @@ template <size_t N>
   return g(g, depth, static_cast<int>(seed % 3)) + 1;
 }
 
+// Over-aligned locals next to alloca: GCC realigns the stack through a DRAP register and describes
+// the CFA with a DWARF expression, which the cached walker leaves to libgcc.
+[[gnu::noinline]] int realignedFrame(int depth, unsigned seed, const Leaf& leaf) {
+  alignas(64) volatile char aligned[64];
+  aligned[0] = static_cast<char>(depth);
+  const size_t n = 16 + seed % 64;
+  char* p = static_cast<char*>(alloca(n));
+  std::memset(p, 1, n);
+  asm volatile("" : : "r"(p), "r"(aligned) : "memory");
+  const int r = descend(depth - 1, next(seed), leaf);
+  return r + p[n - 1] + aligned[0];
+}
+
 struct QsortCall {
   int depth;
   unsigned seed;
@@ -327,6 +340,18 @@ TEST(NativeStack, FromStartsAtTheGivenReturnAddress) {
   ASSERT_GT(m, 2u);
   // out[0] is the return into this test function; the frames above it are this function's callers.
   EXPECT_EQ(std::vector<void*>(out + 1, out + n), std::vector<void*>(all + 1, all + m));
+}
+
+TEST(NativeStack, RealignedStackFallsBackToLibgcc) {
+  gMismatches = 0;
+  const NativeStackStats before = nativeStackStats();
+  const Leaf leaf = [] { compareHere(); };
+  for (unsigned seed = 0; seed < 8; ++seed) {
+    const Leaf below = [&] { descend(3, next(seed) * 7919, leaf); };
+    realignedFrame(1, seed, below);
+  }
+  EXPECT_EQ(gMismatches.load(), 0);
+  EXPECT_GT(nativeStackStats().fallbacks, before.fallbacks);
 }
 
 // Loading or unloading code empties the thread's rule cache: rules for addresses that changed hands
