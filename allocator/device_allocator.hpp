@@ -232,6 +232,8 @@ class DeviceAllocator {
   // thread's allocation.
   void noteSegmentAlloc(Segment* seg) noexcept;
   void noteMapped(Segment* seg, size_t first, size_t last) noexcept;
+  // noteMapped for the first n chunk indices of chunks (ascending), one entry per run of adjacent ones.
+  void noteMappedRuns(Segment* seg, const std::vector<size_t>& chunks, size_t n) noexcept;
   void noteUnmapped(const Segment& seg, size_t first, size_t last) noexcept;
   // seg goes back to the device: segment_free (plain) or segment_unmap per mapped run, context dropped.
   void noteSegmentRelease(Segment* seg) noexcept;

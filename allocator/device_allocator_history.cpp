@@ -78,6 +78,15 @@ void DeviceAllocator::noteMapped(Segment* seg, size_t first, size_t last) noexce
          poolIdOf(*seg), allocContext_);
 }
 
+void DeviceAllocator::noteMappedRuns(Segment* seg, const std::vector<size_t>& chunks, size_t n) noexcept {
+  for (size_t k = 0; k < n;) {
+    size_t end = k + 1;
+    while (end < n && chunks[end] == chunks[end - 1] + 1) ++end;
+    noteMapped(seg, chunks[k], chunks[end - 1] + 1);
+    k = end;
+  }
+}
+
 void DeviceAllocator::noteUnmapped(const Segment& seg, size_t first, size_t last) noexcept {
   record(mem::Action::SegmentUnmap, seg.base + first * seg.chunkSize, (last - first) * seg.chunkSize, seg.stream,
          poolIdOf(seg), seg.context);

@@ -168,12 +168,7 @@ Block* DeviceAllocator::mapRun(Segment* seg, Block* start, size_t rounded) {
   }
   seg->mappedBytes += n * chunk;
   countMapped(*seg, n * chunk, n, true);
-  for (size_t k = 0; k < n;) {  // one history entry per run of adjacent chunks
-    size_t end = k + 1;
-    while (end < n && toMap[end] == toMap[end - 1] + 1) ++end;
-    noteMapped(seg, toMap[k], toMap[end - 1] + 1);
-    k = end;
-  }
+  noteMappedRuns(seg, toMap, n);
   return joinMapped(seg, start, needEnd);
 }
 
@@ -213,6 +208,7 @@ void DeviceAllocator::undoPartialMap(Segment* seg, Block* start, const std::vect
   }
   seg->mappedBytes += mapped * chunk;
   countMapped(*seg, mapped * chunk, mapped, true);
+  noteMappedRuns(seg, toMap, mapped);
   Block* b = joinMapped(seg, start, seg->base + (toMap[mapped - 1] + 1) * chunk);
   mergeFreeNeighbours(b);
   cache(b);

@@ -129,9 +129,16 @@ void HistoryRecorder::annotate(std::string_view key, const char* value, int devi
   uint32_t id = 0;
   if (start) {
     std::string text = std::string(key) + "=" + value;
-    const auto it = std::find(metadata_.begin(), metadata_.end(), text);
-    id = static_cast<uint32_t>(it - metadata_.begin());
-    if (it == metadata_.end()) metadata_.push_back(std::move(text));
+    auto [it, added] = metadataIds_.try_emplace(text, static_cast<uint32_t>(metadata_.size()));
+    if (added) {
+      try {
+        metadata_.push_back(std::move(text));
+      } catch (...) {
+        metadataIds_.erase(it);
+        throw;
+      }
+    }
+    id = it->second;
   }
   if (annotations_.size() == kMaxAnnotations) annotations_.pop_front();
   annotations_.push_back(std::move(a));

@@ -23,6 +23,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace mtia::allocator {
@@ -102,6 +103,7 @@ class HistoryRecorder {
   mutable std::mutex annotateMu_;
   std::deque<mem::Value> annotations_;
   std::vector<std::string> metadata_{std::string()};  // user_metadata texts by id; never shrinks
+  std::unordered_map<std::string, uint32_t> metadataIds_;
 };
 
 }  // namespace mtia::allocator

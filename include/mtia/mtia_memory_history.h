@@ -61,11 +61,14 @@ typedef struct mtiaContextProvider {
  * mtiaErrorMemoryAllocation (host memory for the ring). */
 MTIA_API mtiaError_t mtiaMemoryRecordHistory(mtiaHistoryMode mode, mtiaStackMode stacks, size_t maxEntries);
 
-/** Sets the framework's context provider (copied; NULL removes it). Every id of the previous provider
- * still held is released through it first, and the entries and blocks that held them lose their
- * framework frames. Thread-safe; blocks until callbacks of the previous provider in other threads
- * returned; legal during capture.
- * Errors: mtiaErrorInvalidValue (structSize too small, or capture or resolve NULL). */
+/** Sets the framework's context provider (copied; NULL removes it). While ids the current provider
+ * captured are still held (recorded allocations, trace entries), replacing or removing it is refused:
+ * turn recording off first, which releases them. Ids dropped but not yet released go back through the
+ * current provider before the change. Thread-safe; blocks until callbacks of the current provider in
+ * other threads returned, so call it without holding a lock those callbacks take (Python: release the
+ * GIL); legal during capture.
+ * Errors: mtiaErrorInvalidValue (provider->structSize too small, provider->capture or
+ * provider->resolve NULL), mtiaErrorIllegalState (ids of the current provider are held). */
 MTIA_API mtiaError_t mtiaMemorySetContextProvider(const mtiaContextProvider* provider);
 
 /** Appends an annotation {name: key, value, stage, device, time_us} to the snapshot's
