@@ -2,11 +2,13 @@
 # mtia-mem's snapshot subcommands on the committed fixtures (tests/tools/fixtures, figures worked out in
 # make_fixtures.py): summary, diff and trace figures checked exactly through their --json output (and
 # the text output for the same figures), export round trips JSON -> pickle -> JSON and python3's pickle
-# reading ours, plot's page, and bad files refused with exit 1 and the file's name.
-# Usage: mtia_mem_commands.sh MTIA_MEM FIXTURES_DIR
+# reading ours, plot's page, and bad files refused with exit 1 and the file's name; then the same tools
+# on a snapshot our runtime writes (RUNTIME_SNAPSHOT, the program runtime_snapshot.c).
+# Usage: mtia_mem_commands.sh MTIA_MEM FIXTURES_DIR RUNTIME_SNAPSHOT
 set -euo pipefail
 mem=$1
 fx=$2
+writer=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -182,4 +184,53 @@ expect_error "nested more than 64 levels" summary "$work/deep.pickle"
 expect_error "mtia-mem: $work/missing.json: cannot open" diff "$fx/diff_before.json" "$work/missing.json"
 expect_error "mtia-mem: $work: cannot open: not a regular file" trace "$work"
 expect_error "say --format json or pickle" export "$fx/two_devices.json" -o "$work/x.txt"
+
+# A snapshot of our runtime (JSON and pickle): what runtime_snapshot.c allocated, named by its functions.
+MTIA_SIM_DEVICES=2 "$writer" "$work/rt.json" "$work/rt.pickle" || fail "runtime_snapshot failed"
+for format in json pickle; do
+  run "rt-summary.$format" summary "$work/rt.$format" --json
+  run "rt-trace.$format" trace "$work/rt.$format" --json
+done
+check rt-summary.json "$writer" <<'PY'
+import os
+d = r["devices"][0]
+assert d["device"] == 0 and d["allocated_bytes"] == 4718592, d
+name = os.path.basename(sys.argv[2])
+sites = [(s["site"].split(" (")[0], s["blocks"], s["bytes"]) for s in d["top_sites"]]
+assert sites == [("allocate_activations", 2, 4 << 20), ("allocate_workspace", 1, 512 << 10)], d["top_sites"]
+assert name in d["top_sites"][0]["site"], d["top_sites"][0]
+PY
+check rt-trace.json <<'PY'
+d = r["devices"][0]
+assert r["has_trace"] and d["device"] == 0, r
+assert (d["allocs"], d["frees"], d["peak_bytes"], d["end_bytes"], d["prelude_bytes"]) == (4, 1, 4718592, 4718592, 0), d
+assert d["peak_time"].endswith("Z") and d["ooms"] == [], d
+assert d["live_at_peak"][0]["site"].startswith("allocate_activations ("), d["live_at_peak"]
+PY
+# The two files were taken one after the other: the same segments; the second's trace has one more
+# "snapshot" entry (each snapshot records one), so its span differs but not its figures.
+python3 - "$work"/rt-summary.{json,pickle} "$work"/rt-trace.{json,pickle} <<'PY' || fail "the runtime's JSON and pickle read differently"
+import json, sys
+s1, s2, t1, t2 = (json.load(open(f)) for f in sys.argv[1:])
+assert s1["devices"] == s2["devices"], (s1, s2)
+keys = ["peak_bytes", "peak_entry", "peak_time_us", "end_bytes", "allocs", "frees", "ooms", "live_at_peak"]
+for a, b in zip(t1["devices"], t2["devices"]):
+    assert [a[k] for k in keys] == [b[k] for k in keys], (a, b)
+    assert b["entries"] == a["entries"] + 1, (a, b)
+PY
+run rt-export export "$work/rt.json" -o "$work/rt-again.pickle"
+run rt-export2 export "$work/rt-again.pickle" -o "$work/rt-again.json"
+run rt-export3 export "$work/rt.pickle" -o "$work/rt-pickle.json"
+python3 - "$work/rt.json" "$work/rt-again.json" "$work/rt.pickle" "$work/rt-pickle.json" <<'PY' ||
+import json, pickle, sys
+def lists(v):
+    if isinstance(v, (list, tuple)): return [lists(x) for x in v]
+    if isinstance(v, dict): return {k: lists(x) for k, x in v.items()}
+    return v
+runtime_json, again, runtime_pickle, ours = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), \
+    lists(pickle.load(open(sys.argv[3], "rb"))), json.load(open(sys.argv[4]))
+assert again == runtime_json, "export changed the runtime's JSON snapshot"
+assert ours == runtime_pickle, "we read the runtime's pickle differently from python3"
+PY
+  fail "the runtime's snapshot does not survive export"
 echo "mtia-mem commands: ok"

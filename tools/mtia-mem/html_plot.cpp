@@ -25,7 +25,7 @@ constexpr const char* kOtherColour = "#bab0ac";
 constexpr const char* kStateColour[] = {"#4e79a7", "#f28e2b", "#e8e8e8", "#ff00ff"};  // by BlockState
 
 constexpr double kChartWidth = 960, kChartHeight = 300, kLeft = 80, kBottom = 40, kTop = 10;
-constexpr double kMapWidth = 960, kMapLabel = 300, kRowHeight = 18;
+constexpr double kMapWidth = 1100, kMapLabel = 380, kRowHeight = 18;  // the label: address, size, kind, pool
 constexpr double kMinSegmentWidth = 40;
 
 const char* const kStyle = R"(body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1300px}
