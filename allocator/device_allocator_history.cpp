@@ -22,12 +22,12 @@ void DeviceAllocator::record(mem::Action action, uint64_t addr, uint64_t size, u
   }
   TraceRecord r;
   r.action = action;
-  r.metadata = history.threadMetadata();
+  r.metadata = history.currentMetadata();
   r.addr = addr;
   r.size = size;
   r.stream = stream;
   r.pool = pool;
-  r.timeUs = HistoryRecorder::nowUs();
+  r.stamp = history.stamp();
   r.context = ctx;
   if (ctx != nullptr) ctx->ref();
   try {

@@ -3,8 +3,6 @@
 #include "runtime/core/error.hpp"
 #include "runtime/core/native_stack.hpp"
 
-#include <time.h>
-
 #include <algorithm>
 
 namespace mtia::allocator {
@@ -143,6 +141,7 @@ void HistoryRecorder::annotate(std::string_view key, const char* value, int devi
   if (annotations_.size() == kMaxAnnotations) annotations_.pop_front();
   annotations_.push_back(std::move(a));
   tlMetadata = id;
+  annotated_.store(true, std::memory_order_relaxed);
 }
 
 std::vector<mem::Value> HistoryRecorder::annotations() const {
@@ -155,12 +154,6 @@ uint32_t HistoryRecorder::threadMetadata() const noexcept { return tlMetadata; }
 std::string HistoryRecorder::metadataText(uint32_t id) const {
   std::lock_guard<std::mutex> lock(annotateMu_);
   return id < metadata_.size() ? metadata_[id] : std::string();
-}
-
-int64_t HistoryRecorder::nowUs() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 }  // namespace mtia::allocator

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "allocator/history/alloc_context.hpp"
+#include "allocator/history/trace_clock.hpp"
 #include "allocator/snapshot/model.hpp"
 
 #include <mtia/mtia_memory_history.h>
@@ -78,10 +79,17 @@ class HistoryRecorder {
   std::vector<mem::Value> annotations() const;
   // The calling thread's user_metadata as a string id (0: ""), and the text of an id. Thread-safe.
   uint32_t threadMetadata() const noexcept;
+  // threadMetadata(), read only once some thread annotated (a thread-local read costs a call here).
+  uint32_t currentMetadata() const noexcept {
+    return annotated_.load(std::memory_order_relaxed) ? threadMetadata() : 0;
+  }
   std::string metadataText(uint32_t id) const;
 
-  // Microseconds since the epoch (CLOCK_REALTIME), the trace's time_us.
-  static int64_t nowUs() noexcept;
+  // Trace entries' time stamps (trace_clock.hpp): cheap to take, converted when a snapshot is taken.
+  uint64_t stamp() const noexcept { return clock_.now(); }
+  TraceClock::Converter clockConverter() const noexcept { return clock_.converter(); }
+  // Microseconds since the epoch (CLOCK_REALTIME), the annotations' time_us.
+  static int64_t nowUs() noexcept { return TraceClock::realtimeNs() / 1000; }
 
  private:
   void drainSlow() noexcept;
@@ -100,6 +108,8 @@ class HistoryRecorder {
   std::vector<uint64_t> releases_;  // framework ids whose last context is gone
   std::atomic<bool> pendingReleases_{false};
 
+  TraceClock clock_;
+  std::atomic<bool> annotated_{false};
   mutable std::mutex annotateMu_;
   std::deque<mem::Value> annotations_;
   std::vector<std::string> metadata_{std::string()};  // user_metadata texts by id; never shrinks

@@ -111,6 +111,7 @@ void fill(mem::Snapshot& snap, std::vector<DeviceSnapshot>& devices, int deviceC
   snap.hasTraces = true;
   snap.deviceTraces.resize(static_cast<size_t>(std::max(deviceCount, 0)));
   std::unordered_map<uint32_t, uint32_t> metadata;  // recorder id -> snapshot string id
+  const TraceClock::Converter clock = history.clockConverter();
   for (const DeviceSnapshot& d : devices) {
     if (d.device < 0 || d.device >= deviceCount) continue;
     auto& entries = snap.deviceTraces[static_cast<size_t>(d.device)];
@@ -122,7 +123,7 @@ void fill(mem::Snapshot& snap, std::vector<DeviceSnapshot>& devices, int deviceC
       e.addr = r.addr;
       e.size = r.size;
       e.stream = r.stream;
-      e.timeUs = static_cast<double>(r.timeUs);
+      e.timeUs = static_cast<double>(clock.epochUs(r.stamp));
       e.stack = names.stackOf(r.context);
       e.poolId[0] = r.pool.first;
       e.poolId[1] = r.pool.second;

@@ -21,7 +21,7 @@ struct TraceRecord {
   uint64_t size = 0;
   uint64_t stream = 0;
   PoolId pool;
-  int64_t timeUs = 0;
+  uint64_t stamp = 0;  // HistoryRecorder::stamp(), converted at snapshot time
   AllocContext* context = nullptr;  // one reference, held by the ring
 };
 

@@ -1,0 +1,59 @@
+#include "allocator/history/trace_clock.hpp"
+
+#include <time.h>
+
+#include <fstream>
+#include <string>
+
+namespace mtia::allocator {
+
+namespace {
+
+// Whether the time-stamp counter runs at one constant rate on every core, through sleep states
+// (the kernel's constant_tsc and nonstop_tsc flags).
+bool invariantTsc() {
+#if defined(__x86_64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const std::string padded = line + " ";
+    return padded.find(" constant_tsc ") != std::string::npos && padded.find(" nonstop_tsc ") != std::string::npos;
+  }
+#endif
+  return false;
+}
+
+}  // namespace
+
+TraceClock::TraceClock() : tsc_(invariantTsc()) {
+  startNs_ = realtimeNs();
+  start_ = now();
+}
+
+int64_t TraceClock::realtimeNs() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+TraceClock::Converter TraceClock::converter() const noexcept {
+  Converter c;
+  c.baseNs_ = realtimeNs();
+  c.base_ = now();
+  if (tsc_) {
+    const double ticks = static_cast<double>(c.base_ - start_);
+    const double ns = static_cast<double>(c.baseNs_ - startNs_);
+    // Too short a span to measure the rate (a snapshot right after start-up): assume 1 GHz, which only
+    // matters for entries of that same instant.
+    c.nsPerTick_ = ticks > 1e6 && ns > 0 ? ns / ticks : 1.0;
+  }
+  return c;
+}
+
+int64_t TraceClock::Converter::epochUs(uint64_t stamp) const noexcept {
+  const double deltaNs = (static_cast<double>(stamp) - static_cast<double>(base_)) * nsPerTick_;
+  return (baseNs_ + static_cast<int64_t>(deltaNs)) / 1000;
+}
+
+}  // namespace mtia::allocator
