@@ -34,6 +34,7 @@ class MallocBuffer {
       data_ = static_cast<char*>(grown);
       capacity_ = want;
     }
+    if (bytes.empty()) return;  // (memcpy from the null of an empty view is undefined)
     std::memcpy(data_ + size_, bytes.data(), bytes.size());
     size_ += bytes.size();
   }
