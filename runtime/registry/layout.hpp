@@ -20,7 +20,7 @@ namespace mtia::registry {
 inline constexpr uint32_t kLayoutVersion = 1;
 inline constexpr uint64_t kMagic = 0x3147455241495444ull;  // "DTIAREG1" read as little-endian bytes
 inline constexpr uint32_t kMaxDevices = 64;                 // the simulator's own limit
-inline constexpr uint32_t kDefaultSlots = 256;
+inline constexpr uint32_t kDefaultSlots = 128;  // 540 KiB of /dev/shm per machine
 inline constexpr uint32_t kMaxSlots = 4096;
 inline constexpr uint32_t kHeaderBytes = 4096;
 inline constexpr uint32_t kCommBytes = 32;

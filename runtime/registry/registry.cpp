@@ -177,7 +177,7 @@ uint64_t Registry::used(uint32_t device) const {
   return device < deviceCount() ? usedLocked(device) : 0;
 }
 
-Status Registry::reserve(uint32_t device, uint64_t bytes) {
+Status Registry::reserve(uint32_t device, uint64_t bytes, uint64_t* heldOut) {
   if (device >= deviceCount())
     return Status::error(Code::InvalidArgument, "registry " + name_ + ": no device " + std::to_string(device));
   if (Status s = attach(); !s) return s;
@@ -187,6 +187,7 @@ Status Registry::reserve(uint32_t device, uint64_t bytes) {
   testing::runHook(testing::Point::HoldingAdmission);
   const uint64_t total = header_->capacity[device];
   const uint64_t held = usedLocked(device);
+  if (heldOut != nullptr) *heldOut = held;
   if (held > total || bytes > total - held) {
     return Status::error(Code::OutOfCapacity, "device " + std::to_string(device) + ": requested " +
                                                   std::to_string(bytes) + " bytes, " + std::to_string(held) +

@@ -85,8 +85,9 @@ class Registry {
   int32_t slot() const;
 
   // Reserves bytes of device capacity for this process. Errors: OutOfCapacity (nothing taken; the
-  // message gives what live processes hold), InvalidArgument, SlotsExhausted, Timeout.
-  Status reserve(uint32_t device, uint64_t bytes);
+  // message gives what live processes hold, as does *held when given), InvalidArgument,
+  // SlotsExhausted, Timeout.
+  Status reserve(uint32_t device, uint64_t bytes, uint64_t* held = nullptr);
   // Gives bytes back (never below zero: a forked child releasing its parent's memory takes nothing).
   void release(uint32_t device, uint64_t bytes);
   // The process allocator's allocated bytes: one relaxed store (plus a peak update when it grows).

@@ -3,15 +3,15 @@
 
 namespace mtia::sim::ops {
 
-// Thread-safe, does not block. free: capacity not handed out by memCreate. Errors:
-// mtiaErrorInvalidDevice, mtiaErrorInvalidValue (NULL pointer).
+// Thread-safe, does not block (the first call may wait briefly to open the machine's registry).
+// free: capacity no process of the machine holds. Errors: mtiaErrorInvalidDevice,
+// mtiaErrorInvalidValue (NULL pointer), those of MachineRegistry::open.
 mtiaError_t memGetInfo(int32_t dev, uint64_t* free, uint64_t* total) {
   return guarded("memGetInfo", [&] {
     Device* device = nullptr;
     if (mtiaError_t err = deviceFor("memGetInfo", dev, device); err != mtiaSuccess) return err;
     if (free == nullptr || total == nullptr) return nullArgument("memGetInfo", "free and total");
-    device->memory().info(free, total);
-    return mtiaSuccess;
+    return device->memory().info(free, total);
   });
 }
 
