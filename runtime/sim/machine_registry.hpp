@@ -25,6 +25,12 @@ class MachineRegistry {
   // device's memory is held by live processes, or no process slot is free), and those of open().
   mtiaError_t reserve(int32_t device, uint64_t bytes);
   void release(int32_t device, uint64_t bytes);
+  // The allocator's allocated bytes, into this process's slot (lock-free; dropped before the first
+  // reservation, when there is no slot and nothing can be allocated yet).
+  void publishAllocated(int32_t device, uint64_t bytes) noexcept {
+    if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
+      registry->publishAllocated(static_cast<uint32_t>(device), bytes);
+  }
   // Bytes of device held by every live process of the machine. Errors: those of open().
   mtiaError_t used(int32_t device, uint64_t& bytes);
   // The registry, opened on first use. Errors: mtiaErrorNotPermitted (the object or its lock file

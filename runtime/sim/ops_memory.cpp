@@ -15,6 +15,16 @@ mtiaError_t memGetInfo(int32_t dev, uint64_t* free, uint64_t* total) {
   });
 }
 
+// Thread-safe, never blocks, sets no message (it runs on every allocation and free): one relaxed
+// store into this process's registry slot, none before the process reserved device memory.
+// Errors: mtiaErrorInvalidDevice.
+mtiaError_t memReportAllocated(int32_t dev, uint64_t allocatedBytes) {
+  Machine* machine = Machine::instance();
+  if (machine == nullptr || dev < 0 || dev >= machine->deviceCount()) return mtiaErrorInvalidDevice;
+  machine->registry().publishAllocated(dev, allocatedBytes);
+  return mtiaSuccess;
+}
+
 // Thread-safe, does not block on device work. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue
 // (va NULL, size 0 or not granular, bad alignment), mtiaErrorMemoryAllocation (no free range fits).
 mtiaError_t vaReserve(int32_t dev, uint64_t size, uint64_t alignment, void** va) {
