@@ -245,6 +245,7 @@ void DeviceAllocator::serve(Block* b, size_t rounded, size_t requested) {
   const auto size = static_cast<int64_t>(b->size);
   stats_.allocation.increase(kind, 1);
   stats_.allocatedBytes.increase(kind, size);
+  memory_.reportAllocated(static_cast<uint64_t>(stats_.allocatedBytes[kStatAll].current));
   stats_.requestedBytes.increase(kind, static_cast<int64_t>(requested));
   stats_.active.increase(kind, 1);
   stats_.activeBytes.increase(kind, size);
@@ -301,6 +302,7 @@ void DeviceAllocator::free(void* ptr) {
   const PoolKind kind = b->pool->kind();
   stats_.allocation.decrease(kind, 1);
   stats_.allocatedBytes.decrease(kind, static_cast<int64_t>(b->size));
+  memory_.reportAllocated(static_cast<uint64_t>(stats_.allocatedBytes[kStatAll].current));
   stats_.requestedBytes.decrease(kind, static_cast<int64_t>(b->requested));
   if (b->size >= config_.maxSplitSize) stats_.oversizeAllocations.decrease(1);
   if (Segment* seg = b->segment; seg->streamRef) stampFree(*seg);

@@ -54,6 +54,12 @@ class DriverMemory {
   mtiaDrvMem map(uintptr_t va, size_t size, Leftovers* keep = nullptr);
   void unmap(uintptr_t va, size_t size, mtiaDrvMem mem) noexcept;
 
+  // Tells the driver what the allocator has handed out on the device (for monitoring tools): one
+  // indirect call when the driver has the entry (driver ABI 1.3, optional), else nothing. Never
+  // throws; errors are ignored.
+  void reportAllocated(uint64_t bytes) const noexcept {
+    if (const auto report = driver_.ops().memReportAllocated) (void)report(driverDevice_, bytes);
+  }
   // The device's free and total bytes, as the driver counts them (every process). Throws Error.
   void info(uint64_t& free, uint64_t& total) const;
   // Waits for all work queued on the device. Returns the device's sticky fault (the reason in why()),

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 2u
+#define MTIA_DRIVER_API_VERSION_MINOR 3u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -212,6 +212,13 @@ typedef struct mtiaDriverOps {
                                    mtiaDrvCommandList* list);
   /* Drops the handle; submitted runs of the list still complete. */
   mtiaError_t (*commandListDestroy)(mtiaDrvCommandList list);
+
+  /* ---- optional, since 1.3 ---- */
+  /* The runtime's allocator reports the bytes it has handed out on dev after each change, so that the
+   * driver can publish them (and their peak) to monitoring tools of other processes. Called on every
+   * allocation and free, under the allocator's lock: must be cheap and must not call the runtime.
+   * Errors are ignored by the runtime (mtiaErrorInvalidDevice, mtiaErrorNotSupported). */
+  mtiaError_t (*memReportAllocated)(int32_t dev, uint64_t allocatedBytes);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

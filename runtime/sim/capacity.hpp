@@ -1,33 +1,35 @@
-// How much of a device's memory is handed out. This is the seam for the
-// cross-process registry: today the count covers this process only; with the
-// registry, charge() becomes a reservation in the shared device record (under
-// its lock) and used() the sum over live processes, so memGetInfo and the
-// out-of-memory check see every user of the device without any change here.
+// How much of a device's memory is handed out, across every process of the
+// simulated machine: charges are reservations in the cross-process registry
+// (machine_registry.hpp), and what is used is the sum over live processes, so
+// memGetInfo and the out-of-memory check see every user of the device.
 #pragma once
+
+#include "machine_registry.hpp"
+
+#include <mtia/mtia_types.h>
 
 #include <cstdint>
 
 namespace mtia::sim {
 
-// Not thread-safe: DeviceMemory calls it under its lock.
+// Thread-safe (the registry serialises reservations across processes and threads).
 class Capacity {
  public:
-  explicit Capacity(uint64_t total) : total_(total) {}
+  Capacity(MachineRegistry& registry, int32_t device, uint64_t total)
+      : registry_(registry), device_(device), total_(total) {}
 
-  // Takes bytes if they fit next to what is used; false (nothing taken) otherwise.
-  bool charge(uint64_t bytes) {
-    if (bytes > total_ - used_) return false;
-    used_ += bytes;
-    return true;
-  }
-  void refund(uint64_t bytes) { used_ -= bytes; }
+  // Takes bytes if they fit next to what every process holds; otherwise nothing is taken and the
+  // error (mtiaErrorMemoryAllocation, or the registry's) carries the message.
+  mtiaError_t charge(uint64_t bytes) { return registry_.reserve(device_, bytes); }
+  void refund(uint64_t bytes) { registry_.release(device_, bytes); }
 
   uint64_t total() const { return total_; }
-  uint64_t used() const { return used_; }
+  mtiaError_t used(uint64_t& bytes) const { return registry_.used(device_, bytes); }
 
  private:
+  MachineRegistry& registry_;
+  int32_t device_;
   uint64_t total_;
-  uint64_t used_ = 0;
 };
 
 }  // namespace mtia::sim

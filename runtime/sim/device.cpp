@@ -19,7 +19,7 @@ Device::Device(Machine& machine, int32_t index, const Config& config, const Faul
       index_(index),
       config_(config),
       faults_(faults),
-      memory_(index, config.memoryBytes),
+      memory_(machine.registry(), index, config.memoryBytes),
       scheduler_(*this, config.engines, config.bindEngines) {}
 
 mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {

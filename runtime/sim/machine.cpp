@@ -8,7 +8,7 @@ namespace mtia::sim {
 
 std::atomic<Machine*> Machine::instance_{nullptr};
 
-Machine::Machine(Config config) : config_(std::move(config)), faults_(config_.faults) {
+Machine::Machine(Config config) : config_(std::move(config)), faults_(config_.faults), registry_(config_) {
   devices_.reserve(static_cast<size_t>(config_.devices));
   for (int32_t i = 0; i < config_.devices; ++i)
     devices_.push_back(std::make_unique<Device>(*this, i, config_, faults_));

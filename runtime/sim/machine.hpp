@@ -7,6 +7,7 @@
 #include "device.hpp"
 #include "faults.hpp"
 #include "handles.hpp"
+#include "machine_registry.hpp"
 
 #include <mtia/mtia_types.h>
 
@@ -34,6 +35,7 @@ class Machine {
   // The device whose reserved address range holds p, or nullptr.
   Device* deviceForAddress(const void* p) const;
   FaultInjector& faults() { return faults_; }
+  MachineRegistry& registry() { return registry_; }
   Handles& handles() { return handles_; }
 
  private:
@@ -43,6 +45,7 @@ class Machine {
 
   const Config config_;
   FaultInjector faults_;
+  MachineRegistry registry_;  // before the devices, whose memory charges it
   std::vector<std::unique_ptr<Device>> devices_;
   Handles handles_;
 };

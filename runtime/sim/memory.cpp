@@ -22,8 +22,8 @@ std::string errnoText(int err) { return std::strerror(err); }
 
 }  // namespace
 
-DeviceMemory::DeviceMemory(int32_t device, uint64_t capacity)
-    : device_(device), span_(capacity * kAddressSpanFactor), capacity_(capacity) {}
+DeviceMemory::DeviceMemory(MachineRegistry& registry, int32_t device, uint64_t capacity)
+    : device_(device), span_(capacity * kAddressSpanFactor), capacity_(registry, device, capacity) {}
 
 DeviceMemory::~DeviceMemory() {
   const uintptr_t base = base_.load(std::memory_order_relaxed);
@@ -129,10 +129,7 @@ mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>&
                  kGranularity);
   }
   std::lock_guard lock(mu_);
-  if (!capacity_.charge(size)) {
-    return failf(mtiaErrorMemoryAllocation, "out of memory on device {}: requested {} bytes, {} bytes used of {} total",
-                 device_, size, capacity_.used(), capacity_.total());
-  }
+  if (mtiaError_t err = capacity_.charge(size); err != mtiaSuccess) return err;
   if (mtiaError_t err = ensureBackingLocked(); err != mtiaSuccess) {
     capacity_.refund(size);
     return err;
@@ -141,8 +138,9 @@ mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>&
   if (!offset) {
     capacity_.refund(size);
     return failf(mtiaErrorMemoryAllocation,
-                 "out of memory on device {}: physical memory too fragmented for {} bytes ({} bytes used of {})",
-                 device_, size, capacity_.used(), capacity_.total());
+                 "out of memory on device {}: this process's physical memory is too fragmented for {} bytes "
+                 "(memory file of {} bytes, {} free)",
+                 device_, size, span_, file_.freeBytes());
   }
   mem = std::make_unique<PhysicalMemory>();
   mem->owner = this;
@@ -237,10 +235,12 @@ mtiaError_t DeviceMemory::unmap(void* va, uint64_t size) {
   return mtiaSuccess;
 }
 
-void DeviceMemory::info(uint64_t* free, uint64_t* total) const {
-  std::lock_guard lock(mu_);
-  *free = capacity_.total() - capacity_.used();
+mtiaError_t DeviceMemory::info(uint64_t* free, uint64_t* total) const {
+  uint64_t used = 0;
+  if (mtiaError_t err = capacity_.used(used); err != mtiaSuccess) return err;
+  *free = used < capacity_.total() ? capacity_.total() - used : 0;
   *total = capacity_.total();
+  return mtiaSuccess;
 }
 
 bool DeviceMemory::inAddressRange(const void* p) const {

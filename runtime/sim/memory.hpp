@@ -32,8 +32,9 @@ struct PhysicalMemory {
 
 class DeviceMemory {
  public:
-  // capacity: the device's memory, a multiple of kGranularity. Reserves nothing yet.
-  DeviceMemory(int32_t device, uint64_t capacity);
+  // capacity: the device's memory, a multiple of kGranularity, shared with every process of the
+  // machine through registry. Reserves nothing yet.
+  DeviceMemory(MachineRegistry& registry, int32_t device, uint64_t capacity);
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -49,7 +50,8 @@ class DeviceMemory {
   mtiaError_t release(PhysicalMemory& mem);
   mtiaError_t map(void* va, uint64_t size, PhysicalMemory& mem, uint64_t offset);
   mtiaError_t unmap(void* va, uint64_t size);
-  void info(uint64_t* free, uint64_t* total) const;
+  // free: what every process of the machine leaves. Errors: those of MachineRegistry::open.
+  mtiaError_t info(uint64_t* free, uint64_t* total) const;
 
   // Whether p lies in this device's reserved range (mapped or not). Lock-free.
   bool inAddressRange(const void* p) const;

@@ -42,6 +42,7 @@ constexpr mtiaDriverOps kOps = {
     .queueGetCounts = ops::queueGetCounts,
     .commandListCreate = ops::commandListCreate,
     .commandListDestroy = ops::commandListDestroy,
+    .memReportAllocated = ops::memReportAllocated,
 };
 
 }  // namespace

@@ -3,16 +3,26 @@
 
 namespace mtia::sim::ops {
 
-// Thread-safe, does not block. free: capacity not handed out by memCreate. Errors:
-// mtiaErrorInvalidDevice, mtiaErrorInvalidValue (NULL pointer).
+// Thread-safe, does not block (the first call may wait briefly to open the machine's registry).
+// free: capacity no process of the machine holds. Errors: mtiaErrorInvalidDevice,
+// mtiaErrorInvalidValue (NULL pointer), those of MachineRegistry::open.
 mtiaError_t memGetInfo(int32_t dev, uint64_t* free, uint64_t* total) {
   return guarded("memGetInfo", [&] {
     Device* device = nullptr;
     if (mtiaError_t err = deviceFor("memGetInfo", dev, device); err != mtiaSuccess) return err;
     if (free == nullptr || total == nullptr) return nullArgument("memGetInfo", "free and total");
-    device->memory().info(free, total);
-    return mtiaSuccess;
+    return device->memory().info(free, total);
   });
+}
+
+// Thread-safe, never blocks, sets no message (it runs on every allocation and free): one relaxed
+// store into this process's registry slot, none before the process reserved device memory.
+// Errors: mtiaErrorInvalidDevice.
+mtiaError_t memReportAllocated(int32_t dev, uint64_t allocatedBytes) {
+  Machine* machine = Machine::instance();
+  if (machine == nullptr || dev < 0 || dev >= machine->deviceCount()) return mtiaErrorInvalidDevice;
+  machine->registry().publishAllocated(dev, allocatedBytes);
+  return mtiaSuccess;
 }
 
 // Thread-safe, does not block on device work. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue

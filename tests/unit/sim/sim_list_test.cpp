@@ -125,8 +125,9 @@ class SimListModule : public SimList {
 
 TEST(SimListTable, DriverReports12WithBothEntries) {
   const mtiaDriverOps& d = table();
-  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 2u));
+  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 3u));  // 1.3: memReportAllocated
   EXPECT_EQ(d.structSize, sizeof(mtiaDriverOps));
+  EXPECT_NE(d.memReportAllocated, nullptr);
   EXPECT_NE(d.commandListCreate, nullptr);
   EXPECT_NE(d.commandListDestroy, nullptr);
   // A 1.1-sized request gets the 1.1 entries only.

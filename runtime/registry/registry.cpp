@@ -1,0 +1,335 @@
+#include "registry.hpp"
+
+#include "admission.hpp"
+#include "fork_guard.hpp"
+#include "process_identity.hpp"
+#include "test_hooks.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+
+namespace mtia::registry {
+namespace {
+
+uint64_t realtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void raiseTo(std::atomic<uint64_t>& peak, uint64_t value) {
+  uint64_t seen = peak.load(std::memory_order_relaxed);
+  while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+void clearCounters(Slot& slot) {
+  for (SlotDevice& d : slot.devices) {
+    d.reserved.store(0, std::memory_order_relaxed);
+    d.allocated.store(0, std::memory_order_relaxed);
+    d.peakReserved.store(0, std::memory_order_relaxed);
+    d.peakAllocated.store(0, std::memory_order_relaxed);
+    d.busyNs.store(0, std::memory_order_relaxed);
+  }
+  slot.request.store(0, std::memory_order_relaxed);
+  slot.ack.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+Status Registry::open(const MachineSpec& spec, const Options& options, std::unique_ptr<Registry>& out) {
+  if (spec.devices > kMaxDevices)
+    return Status::error(Code::InvalidArgument, "registry: " + std::to_string(spec.devices) + " devices exceed " +
+                                                    std::to_string(kMaxDevices));
+  std::unique_ptr<Registry> registry(new Registry());
+  ObjectRequest request;
+  request.name = spec.objectName(geteuid());
+  request.create = true;
+  request.slots = options.slots;
+  request.machine = spec.description();
+  request.capacity.assign(spec.devices, spec.memoryBytes);
+  request.lockTimeout = options.lockTimeout;
+  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  registry->name_ = request.name;
+  registry->lockTimeout_ = options.lockTimeout;
+  registry->header_ = registry->object_.header;
+  registry->created_ = registry->object_.created;
+  registry->recreated_ = registry->object_.recreated;
+  registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
+  fork_guard::track(registry->lock_.fd());
+  out = std::move(registry);
+  return Status::ok();
+}
+
+Status Registry::openReadOnly(const std::string& objectName, std::unique_ptr<Registry>& out) {
+  std::unique_ptr<Registry> registry(new Registry());
+  ObjectRequest request;
+  request.name = objectName;
+  request.create = false;
+  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  registry->name_ = objectName;
+  registry->readOnly_ = true;
+  registry->header_ = registry->object_.header;
+  registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
+  fork_guard::track(registry->lock_.fd());
+  out = std::move(registry);
+  return Status::ok();
+}
+
+Registry::~Registry() {
+  refreshAfterFork();
+  const int32_t own = slot_.load(std::memory_order_relaxed);
+  if (own >= 0) {
+    Slot& slot = slotAt(static_cast<uint32_t>(own));
+    slot.seq.fetch_add(1, std::memory_order_acq_rel);
+    clearCounters(slot);
+    slot.state.store(static_cast<uint32_t>(SlotState::Free), std::memory_order_release);
+    slot.seq.fetch_add(1, std::memory_order_release);
+    lock_.unlock(slotLockByte(static_cast<uint32_t>(own)));
+  }
+  if (lock_.isOpen()) fork_guard::untrack(lock_.fd());
+}
+
+std::string Registry::machine() const {
+  return std::string(header_->machine, strnlen(header_->machine, sizeof header_->machine));
+}
+
+void Registry::refreshAfterFork() const {
+  const uint64_t now = fork_guard::generation();
+  if (forkGeneration_.load(std::memory_order_relaxed) == now) return;
+  std::lock_guard lock(mu_);
+  if (forkGeneration_.load(std::memory_order_relaxed) == now) return;
+  // The child handler closed our descriptor (and with it nothing of the parent's): open our own.
+  lock_.abandon();
+  if (Status s = lock_.open(lockPath(name_), !readOnly_); s) fork_guard::track(lock_.fd());
+  slot_.store(-1, std::memory_order_relaxed);
+  forkGeneration_.store(now, std::memory_order_relaxed);
+}
+
+int32_t Registry::slot() const {
+  refreshAfterFork();
+  return slot_.load(std::memory_order_acquire);
+}
+
+Status Registry::attach() {
+  refreshAfterFork();
+  if (slot_.load(std::memory_order_acquire) >= 0) return Status::ok();
+  if (readOnly_) return Status::error(Code::InvalidArgument, "registry " + name_ + " is open read-only");
+  std::lock_guard lock(mu_);
+  if (slot_.load(std::memory_order_relaxed) >= 0) return Status::ok();
+  if (!lock_.isOpen()) return Status::error(Code::System, "registry " + name_ + ": its lock file could not be reopened");
+  // Under the admission mutex, so no reservation sums a half-claimed slot that still shows a dead
+  // owner's figures.
+  Admission admission(*header_, lockTimeout_, recoveries_);
+  if (!admission.status()) return admission.status();
+  return claimSlotLocked();
+}
+
+Status Registry::claimSlotLocked() {
+  const ProcessIdentity me = currentProcess();
+  for (uint32_t i = 0; i < header_->maxSlots; ++i) {
+    // A byte nobody holds means the slot's last owner (if any) is dead, whatever its state says.
+    if (!lock_.tryLock(slotLockByte(i))) continue;
+    Slot& slot = slotAt(i);
+    slot.seq.fetch_add(1, std::memory_order_acq_rel);  // odd: identity being written
+    clearCounters(slot);
+    slot.pid = me.pid;
+    slot.pidnsInode = me.pidnsInode;
+    slot.startTime = me.startTime;
+    slot.registeredNs = realtimeNs();
+    std::memset(slot.comm, 0, sizeof slot.comm);
+    std::memcpy(slot.comm, me.comm.data(), std::min(me.comm.size(), sizeof slot.comm - 1));
+    slot.state.store(static_cast<uint32_t>(SlotState::Active), std::memory_order_release);
+    slot.seq.fetch_add(1, std::memory_order_release);
+    (void)lock_.tryLockClassic(pidLockByte(i));  // best effort: only gives readers our pid
+    slot_.store(static_cast<int32_t>(i), std::memory_order_release);
+    return Status::ok();
+  }
+  return Status::error(Code::SlotsExhausted, "registry " + name_ + ": all " + std::to_string(header_->maxSlots) +
+                                                 " process slots are held by live processes");
+}
+
+bool Registry::alive(uint32_t index) const {
+  if (slotAt(index).state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Active)) return false;
+  // Our own OFD lock never conflicts with our own description, so ask about ourselves directly.
+  if (static_cast<int32_t>(index) == slot_.load(std::memory_order_relaxed)) return true;
+  return lock_.lockedByOther(slotLockByte(index));
+}
+
+bool Registry::slotAlive(uint32_t index) const {
+  refreshAfterFork();
+  return index < header_->maxSlots && alive(index);
+}
+
+uint64_t Registry::usedLocked(uint32_t device) const {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < header_->maxSlots; ++i) {
+    const uint64_t held = slotAt(i).devices[device].reserved.load(std::memory_order_acquire);
+    if (held != 0 && alive(i)) sum += held;
+  }
+  return sum;
+}
+
+uint64_t Registry::used(uint32_t device) const {
+  refreshAfterFork();
+  return device < deviceCount() ? usedLocked(device) : 0;
+}
+
+Status Registry::reserve(uint32_t device, uint64_t bytes, uint64_t* heldOut) {
+  if (device >= deviceCount())
+    return Status::error(Code::InvalidArgument, "registry " + name_ + ": no device " + std::to_string(device));
+  if (Status s = attach(); !s) return s;
+  const uint32_t own = static_cast<uint32_t>(slot_.load(std::memory_order_acquire));
+  Admission admission(*header_, lockTimeout_, recoveries_);
+  if (!admission.status()) return admission.status();
+  testing::runHook(testing::Point::HoldingAdmission);
+  const uint64_t total = header_->capacity[device];
+  const uint64_t held = usedLocked(device);
+  if (heldOut != nullptr) *heldOut = held;
+  if (held > total || bytes > total - held) {
+    return Status::error(Code::OutOfCapacity, "device " + std::to_string(device) + ": requested " +
+                                                  std::to_string(bytes) + " bytes, " + std::to_string(held) +
+                                                  " bytes held by live processes of " + std::to_string(total) + " total");
+  }
+  SlotDevice& mine = slotAt(own).devices[device];
+  const uint64_t now = mine.reserved.load(std::memory_order_relaxed) + bytes;
+  // Peak first: a reader that loads the figure (acquire) and then its peak never sees peak < figure.
+  raiseTo(mine.peakReserved, now);
+  mine.reserved.store(now, std::memory_order_release);
+  return Status::ok();
+}
+
+Status Registry::usedExact(uint32_t device, uint64_t& bytes) {
+  refreshAfterFork();
+  if (device >= deviceCount())
+    return Status::error(Code::InvalidArgument, "registry " + name_ + ": no device " + std::to_string(device));
+  if (readOnly_) return Status::error(Code::InvalidArgument, "registry " + name_ + " is open read-only");
+  Admission admission(*header_, lockTimeout_, recoveries_);
+  if (!admission.status()) return admission.status();
+  bytes = usedLocked(device);
+  return Status::ok();
+}
+
+void Registry::release(uint32_t device, uint64_t bytes) {
+  refreshAfterFork();
+  const int32_t own = slot_.load(std::memory_order_acquire);
+  if (own < 0 || device >= deviceCount()) return;
+  std::atomic<uint64_t>& reserved = slotAt(static_cast<uint32_t>(own)).devices[device].reserved;
+  uint64_t seen = reserved.load(std::memory_order_relaxed);
+  while (!reserved.compare_exchange_weak(seen, seen > bytes ? seen - bytes : 0, std::memory_order_release)) {
+  }
+}
+
+void Registry::publishAllocated(uint32_t device, uint64_t bytes) {
+  refreshAfterFork();
+  const int32_t own = slot_.load(std::memory_order_acquire);
+  if (own < 0 || device >= deviceCount()) return;
+  SlotDevice& mine = slotAt(static_cast<uint32_t>(own)).devices[device];
+  if (bytes > mine.peakAllocated.load(std::memory_order_relaxed)) raiseTo(mine.peakAllocated, bytes);
+  mine.allocated.store(bytes, std::memory_order_release);
+}
+
+void Registry::addBusy(uint32_t device, uint64_t ns) {
+  refreshAfterFork();
+  const int32_t own = slot_.load(std::memory_order_acquire);
+  if (own < 0 || device >= deviceCount()) return;
+  slotAt(static_cast<uint32_t>(own)).devices[device].busyNs.fetch_add(ns, std::memory_order_relaxed);
+}
+
+std::vector<ProcessRecord> Registry::processes() const {
+  refreshAfterFork();
+  const uint64_t myNamespace = currentPidNamespace();
+  const int32_t own = slot_.load(std::memory_order_acquire);
+  std::vector<ProcessRecord> records;
+  for (uint32_t i = 0; i < header_->maxSlots; ++i) {
+    if (!alive(i)) continue;
+    const Slot& slot = slotAt(i);
+    ProcessRecord r;
+    r.devices.resize(deviceCount());
+    // Seqlock read: identity and figures of one registration. The counters change without the
+    // seqlock (each figure is stored after its peak, so reading figure then peak is consistent);
+    // the seqlock only guards against a re-registration, which clears them, in between.
+    bool consistent = false;
+    for (int attempt = 0; attempt < 64 && !consistent; ++attempt) {
+      const uint32_t before = slot.seq.load(std::memory_order_acquire);
+      if ((before & 1u) != 0) continue;
+      r.pid = slot.pid;
+      r.pidnsInode = slot.pidnsInode;
+      r.startTime = slot.startTime;
+      r.registeredNs = slot.registeredNs;
+      char comm[kCommBytes];
+      std::memcpy(comm, slot.comm, sizeof comm);
+      r.comm.assign(comm, strnlen(comm, sizeof comm));
+      for (uint32_t d = 0; d < deviceCount(); ++d) {
+        const SlotDevice& s = slot.devices[d];
+        DeviceFigures& f = r.devices[d];
+        f.reserved = s.reserved.load(std::memory_order_acquire);
+        f.peakReserved = s.peakReserved.load(std::memory_order_relaxed);
+        f.allocated = s.allocated.load(std::memory_order_acquire);
+        f.peakAllocated = s.peakAllocated.load(std::memory_order_relaxed);
+        f.busyNs = s.busyNs.load(std::memory_order_relaxed);
+      }
+      std::atomic_thread_fence(std::memory_order_acquire);
+      consistent = slot.seq.load(std::memory_order_relaxed) == before;
+    }
+    // A slot changing hands on every try is being registered right now: leave it to the next look.
+    if (!consistent || !alive(i)) continue;
+    r.slot = i;
+    r.self = static_cast<int32_t>(i) == own;
+    r.pidVisible = r.pidnsInode != 0 && r.pidnsInode == myNamespace;
+    r.localPid = r.pidVisible ? r.pid : static_cast<uint32_t>(lock_.classicHolder(pidLockByte(i)));
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+uint32_t Registry::reap() {
+  refreshAfterFork();
+  if (readOnly_) return 0;
+  uint32_t reaped = 0;
+  for (uint32_t i = 0; i < header_->maxSlots; ++i) {
+    Slot& slot = slotAt(i);
+    if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Active)) continue;
+    if (static_cast<int32_t>(i) == slot_.load(std::memory_order_relaxed)) continue;
+    // Taking the byte proves the owner is gone; holding it while we clear keeps claimers out.
+    if (!lock_.tryLock(slotLockByte(i))) continue;
+    slot.seq.fetch_add(1, std::memory_order_acq_rel);
+    clearCounters(slot);
+    slot.state.store(static_cast<uint32_t>(SlotState::Free), std::memory_order_release);
+    slot.seq.fetch_add(1, std::memory_order_release);
+    lock_.unlock(slotLockByte(i));
+    ++reaped;
+  }
+  return reaped;
+}
+
+uint64_t Registry::pendingRequest() const {
+  const int32_t own = slot();
+  return own < 0 ? 0 : slotAt(static_cast<uint32_t>(own)).request.load(std::memory_order_acquire);
+}
+
+void Registry::acknowledge(uint64_t token) {
+  const int32_t own = slot();
+  if (own < 0) return;
+  Slot& mine = slotAt(static_cast<uint32_t>(own));
+  mine.request.store(0, std::memory_order_relaxed);
+  mine.ack.store(token, std::memory_order_release);
+}
+
+Status Registry::postRequest(uint32_t index, uint64_t request) {
+  refreshAfterFork();
+  if (readOnly_) return Status::error(Code::InvalidArgument, "registry " + name_ + " is open read-only");
+  if (index >= header_->maxSlots) return Status::error(Code::InvalidArgument, "no slot " + std::to_string(index));
+  if (!alive(index)) return Status::error(Code::NotFound, "slot " + std::to_string(index) + " has no live process");
+  slotAt(index).request.store(request, std::memory_order_release);
+  return Status::ok();
+}
+
+uint64_t Registry::acknowledged(uint32_t index) const {
+  refreshAfterFork();
+  return index < header_->maxSlots ? slotAt(index).ack.load(std::memory_order_acquire) : 0;
+}
+
+}  // namespace mtia::registry

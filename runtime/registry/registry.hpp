@@ -1,0 +1,141 @@
+// The cross-process device registry of one simulated machine (DESIGN.md
+// "The cross-process registry"; reference/smi-topology-ipc.md section 4).
+//
+// A process registers lazily (first reserve or attach) and then owns one
+// slot, which only it writes. Capacity is reserved under the robust admission
+// mutex against the sum over live slots; releases, allocator figures and
+// busy time are lock-free atomic updates. Readers take no lock: a slot counts
+// when its owner still holds the slot's byte lock in the lock file, so the
+// memory of a killed process is free again at once, with nothing to repair.
+//
+// Thread safety: every member may be called from any thread. Blocking: open,
+// attach and reserve may wait up to Options::lockTimeout for a lock held by a
+// live process; the rest never block.
+#pragma once
+
+#include "layout.hpp"
+#include "lock_file.hpp"
+#include "machine_name.hpp"
+#include "shared_object.hpp"
+#include "status.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mtia::registry {
+
+struct DeviceFigures {
+  uint64_t reserved = 0;
+  uint64_t allocated = 0;
+  uint64_t peakReserved = 0;
+  uint64_t peakAllocated = 0;
+  uint64_t busyNs = 0;
+};
+
+// One live process as a reader sees it.
+struct ProcessRecord {
+  uint32_t slot = 0;
+  uint32_t pid = 0;           // in the owner's pid namespace
+  bool pidVisible = false;    // the owner shares the reader's pid namespace, so pid means the same here
+  uint32_t localPid = 0;      // the owner's pid in the reader's namespace: pid when visible, else the
+                              // kernel's translation; 0 when the owner is invisible from here
+  bool self = false;          // the slot of this Registry
+  uint64_t pidnsInode = 0;
+  uint64_t startTime = 0;
+  uint64_t registeredNs = 0;
+  std::string comm;
+  std::vector<DeviceFigures> devices;  // deviceCount() entries
+};
+
+class Registry {
+ public:
+  struct Options {
+    uint32_t slots = kDefaultSlots;  // used when this call creates the object
+    std::chrono::milliseconds lockTimeout{5000};
+  };
+
+  // Opens the machine's registry read-write, creating it (or replacing an invalid one of ours)
+  // when needed. Registers nothing yet. Errors: Permission, NoSpace, Timeout, InvalidArgument, System.
+  static Status open(const MachineSpec& spec, const Options& options, std::unique_ptr<Registry>& out);
+  // Opens an existing registry read-only by object name; never creates, never registers.
+  // Errors: NotFound, Unavailable (not a valid registry: half-created, another layout), Permission.
+  static Status openReadOnly(const std::string& objectName, std::unique_ptr<Registry>& out);
+  // Gives the slot up (counters zeroed) when this process registered.
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool readOnly() const { return readOnly_; }
+  bool created() const { return created_; }
+  bool recreated() const { return recreated_; }
+  uint32_t deviceCount() const { return header_->deviceCount; }
+  uint32_t maxSlots() const { return header_->maxSlots; }
+  uint64_t capacity(uint32_t device) const { return device < deviceCount() ? header_->capacity[device] : 0; }
+  std::string machine() const;
+
+  // Claims a slot for this process (again in a forked child). Errors: SlotsExhausted, Timeout.
+  Status attach();
+  // This process's slot, or -1 before attach (or in a child that has not used the registry yet).
+  int32_t slot() const;
+
+  // Reserves bytes of device capacity for this process. Errors: OutOfCapacity (nothing taken; the
+  // message gives what live processes hold, as does *held when given), InvalidArgument,
+  // SlotsExhausted, Timeout.
+  Status reserve(uint32_t device, uint64_t bytes, uint64_t* held = nullptr);
+  // Gives bytes back (never below zero: a forked child releasing its parent's memory takes nothing).
+  void release(uint32_t device, uint64_t bytes);
+  // The process allocator's allocated bytes: one relaxed store (plus a peak update when it grows).
+  void publishAllocated(uint32_t device, uint64_t bytes);
+  void addBusy(uint32_t device, uint64_t ns);
+
+  // Device memory reserved by every live process; lock-free, so a sum taken while others reserve and
+  // release may mix moments.
+  uint64_t used(uint32_t device) const;
+  // The same under the admission mutex: the figure admission decides on. Blocks like reserve.
+  Status usedExact(uint32_t device, uint64_t& bytes);
+  // Every live process, in slot order.
+  std::vector<ProcessRecord> processes() const;
+  // Whether slot has a live owner.
+  bool slotAlive(uint32_t slot) const;
+  // Frees slots whose owner died (their memory already counts as free); returns how many.
+  uint32_t reap();
+
+  // The request word of this process's slot (0: none) and the acknowledgement of a served token.
+  uint64_t pendingRequest() const;
+  void acknowledge(uint64_t token);
+  // A tool asks the owner of slot for something. Errors: NotFound (no live owner), InvalidArgument.
+  Status postRequest(uint32_t slot, uint64_t request);
+  uint64_t acknowledged(uint32_t slot) const;
+
+  // How often this process repaired the admission mutex of a dead owner.
+  uint64_t admissionRecoveries() const { return recoveries_.load(std::memory_order_relaxed); }
+
+ private:
+  Registry() = default;
+  void refreshAfterFork() const;
+  Status claimSlotLocked();
+  uint64_t usedLocked(uint32_t device) const;
+  bool alive(uint32_t slot) const;
+  Slot& slotAt(uint32_t index) const { return object_.slots[index]; }
+
+  std::string name_;
+  bool readOnly_ = false;
+  bool created_ = false;
+  bool recreated_ = false;
+  std::chrono::milliseconds lockTimeout_{5000};
+  MappedObject object_;
+  Header* header_ = nullptr;
+  mutable LockFile lock_;
+  mutable std::mutex mu_;  // attach and fork refresh
+  mutable std::atomic<uint64_t> forkGeneration_{0};
+  mutable std::atomic<int32_t> slot_{-1};
+  mutable std::atomic<uint64_t> recoveries_{0};
+};
+
+}  // namespace mtia::registry

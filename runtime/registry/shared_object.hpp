@@ -1,0 +1,47 @@
+// The registry object itself: the create/open protocol of
+// reference/smi-topology-ipc.md section 4.6. Boost.Interprocess only names,
+// sizes and maps it. Every open runs under the lock file's creation byte, so
+// a creator that died half-way leaves a lock the kernel already dropped and an
+// object whose state is not Ready: the next opener removes and recreates it
+// (read-write) or reports it unavailable (read-only); nobody ever spins on it.
+#pragma once
+
+#include "layout.hpp"
+#include "lock_file.hpp"
+#include "status.hpp"
+
+#include <boost/interprocess/mapped_region.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mtia::registry {
+
+struct ObjectRequest {
+  std::string name;                // shared-memory object name
+  bool create = true;              // false: read-only, never create
+  uint32_t slots = kDefaultSlots;  // for a new object
+  std::string machine;             // description stored in a new object
+  std::vector<uint64_t> capacity;  // per device; must match an existing object when create is set
+  std::chrono::milliseconds lockTimeout{5000};
+};
+
+struct MappedObject {
+  boost::interprocess::mapped_region region;
+  Header* header = nullptr;
+  Slot* slots = nullptr;
+  bool created = false;   // this call created it
+  bool recreated = false; // and removed an invalid one first
+};
+
+// Opens lock on lockPath(request.name) (creating it when request.create) and keeps it open: the
+// caller's slot locks live on it.
+Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& out);
+
+// Removes the object and its lock file when no slot has a live owner. Code::Timeout when the
+// creation lock is busy; Code::Permission for a foreign object.
+Status removeIfUnused(const std::string& name);
+
+}  // namespace mtia::registry

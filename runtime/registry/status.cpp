@@ -1,0 +1,21 @@
+#include "status.hpp"
+
+namespace mtia::registry {
+
+const char* codeName(Code code) {
+  switch (code) {
+    case Code::Ok: return "ok";
+    case Code::InvalidArgument: return "invalid argument";
+    case Code::Permission: return "permission denied";
+    case Code::NotFound: return "not found";
+    case Code::Unavailable: return "unavailable";
+    case Code::NoSpace: return "no space";
+    case Code::SlotsExhausted: return "process slots exhausted";
+    case Code::OutOfCapacity: return "out of capacity";
+    case Code::Timeout: return "timeout";
+    case Code::System: return "system error";
+  }
+  return "unknown";
+}
+
+}  // namespace mtia::registry

@@ -1,0 +1,143 @@
+#include "registry_test_util.hpp"
+
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace mtia::registry::test {
+
+MachineSpec uniqueMachine(uint32_t devices, uint64_t memory) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  MachineSpec spec;
+  spec.name = std::string("regtest-") + (info ? info->test_suite_name() : "x") + "-" + (info ? info->name() : "x") + "-" +
+              std::to_string(getpid());
+  for (char& c : spec.name)
+    if (c == '/') c = '_';
+  spec.devices = devices;
+  spec.memoryBytes = memory;
+  spec.engines = 1;
+  removeMachine(spec);
+  return spec;
+}
+
+void removeMachine(const MachineSpec& spec) {
+  const std::string name = spec.objectName(geteuid());
+  boost::interprocess::shared_memory_object::remove(name.c_str());
+  ::unlink(lockPath(name).c_str());
+}
+
+std::unique_ptr<Registry> openOrFail(const MachineSpec& spec, Registry::Options options) {
+  std::unique_ptr<Registry> registry;
+  const Status status = Registry::open(spec, options, registry);
+  EXPECT_TRUE(status) << status.message;
+  return registry;
+}
+
+Gate::Gate() {
+  if (pipe(fds_) != 0) std::abort();
+}
+
+Gate::~Gate() {
+  if (fds_[0] >= 0) close(fds_[0]);
+  if (fds_[1] >= 0) close(fds_[1]);
+}
+
+void Gate::open() {
+  const char byte = 1;
+  (void)!write(fds_[1], &byte, 1);
+}
+
+void Gate::closeWriter() {
+  if (fds_[1] >= 0) close(fds_[1]);
+  fds_[1] = -1;
+}
+
+bool Gate::wait(int timeoutMs) {
+  pollfd p{fds_[0], POLLIN, 0};
+  if (poll(&p, 1, timeoutMs) != 1) return false;
+  char byte = 0;
+  return read(fds_[0], &byte, 1) == 1;
+}
+
+pid_t forkChild(const std::function<int()>& body) {
+  fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int code = 255;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    _exit(code);
+  }
+  return pid;
+}
+
+int waitChild(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+void killChild(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitChild(pid);
+}
+
+}  // namespace mtia::registry::test
+
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/permissions.hpp>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace mtia::registry::test {
+namespace bip = boost::interprocess;
+namespace {
+
+std::atomic<int> killPoint{-1};
+
+void killHook(testing::Point point) {
+  if (static_cast<int>(point) == killPoint.load()) raise(SIGKILL);
+}
+
+}  // namespace
+
+void editObject(const MachineSpec& spec, const std::function<void(char*, size_t)>& edit) {
+  const std::string name = spec.objectName(geteuid());
+  bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
+  bip::mapped_region region(shm, bip::read_write);
+  edit(static_cast<char*>(region.get_address()), region.get_size());
+}
+
+void writeObject(const MachineSpec& spec, const std::string& bytes) {
+  const std::string name = spec.objectName(geteuid());
+  const int lockFd = ::open(lockPath(name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lockFd >= 0) ::close(lockFd);
+  bip::permissions perms;
+  perms.set_permissions(0600);
+  bip::shared_memory_object shm(bip::open_or_create, name.c_str(), bip::read_write, perms);
+  shm.truncate(static_cast<bip::offset_t>(bytes.size()));
+  if (!bytes.empty()) {
+    bip::mapped_region region(shm, bip::read_write);
+    std::memcpy(region.get_address(), bytes.data(), bytes.size());
+  }
+}
+
+void killSelfAt(testing::Point point) {
+  killPoint.store(static_cast<int>(point));
+  testing::setHook(killHook);
+}
+
+}  // namespace mtia::registry::test
