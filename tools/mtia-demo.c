@@ -26,6 +26,10 @@
     }                                                                                                \
   } while (0)
 
+/* The functions that allocate device memory stay functions of their own (not inlined into main), so
+ * that the memory snapshot names them as allocation sites. */
+#define ALLOCATION_SITE __attribute__((noinline))
+
 static int near(float a, float b) { return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b)); }
 
 static void list_devices(int count) {
@@ -144,7 +148,7 @@ static int replay_graph(int dev, Workload* w, const float* y, float sum, const f
 /* Where graphs pay most: many small launches. A chain of STEPS axpy kernels over a short vector,
  * run eagerly and as one graph (one device submission per replay); checks that both end with the
  * same vector and prints the speed-up. Returns failures. */
-static int launch_bound(int dev, Workload* w) {
+ALLOCATION_SITE static int launch_bound(int dev, Workload* w) {
   enum { STEPS = 500, N = 16, ROUNDS = 5, RUNS = 20 };
   mtiaDim3 one = {1, 1, 1};
   uint64_t n = N;
@@ -207,7 +211,7 @@ static int launch_bound(int dev, Workload* w) {
 
 /* The workload on device dev, eagerly (timed with events, checked against the host), then as a
  * graph. Returns failures. */
-static int run_on(int dev) {
+ALLOCATION_SITE static int run_on(int dev) {
   enum { N = 1 << 16, M = 64, K = 48, P = 32 };
   float *hx = malloc(N * sizeof(float)), *hy = malloc(N * sizeof(float));
   float *ha = malloc(M * K * sizeof(float)), *hb = malloc(K * P * sizeof(float)), *hc = malloc(M * P * sizeof(float));
@@ -341,7 +345,7 @@ static void on_oom(int dev, size_t requested, size_t total, size_t free_mem, voi
 /* Asks device 0 for more than it has: the observer runs, and the error says why, with the figures a user
  * needs to tell fragmentation from exhaustion. Returns 1 when the allocator did not refuse. */
 /* snapshot: where to write the memory snapshot while the request that ran out is fresh (NULL: not). */
-static int show_out_of_memory(const char* snapshot) {
+ALLOCATION_SITE static int show_out_of_memory(const char* snapshot) {
   size_t free_mem = 0, total = 0;
   void* keep = NULL;
   void* p = NULL;

@@ -97,9 +97,9 @@ class Page {
     put("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtia-mem plot: {}</title>\n",
         escape(title));
     put("<style>{}</style></head><body>\n<h1>Memory of {}</h1>\n", kStyle, escape(title));
-    put("<p class=\"note\">{}; {} segments; {}.</p>\n",
+    put("<p class=\"note\">{}; {} segment{}; {}.</p>\n",
         snap_.shape == Shape::SegmentList ? "PyTorch 1.13 list of segments" : "PyTorch 2.x snapshot",
-        snap_.segments.size(), snap_.hasTraces ? "with recorded history" : "no recorded history (no timeline)");
+        snap_.segments.size(), snap_.segments.size() == 1 ? "" : "s", snap_.hasTraces ? "with recorded history" : "no recorded history (no timeline)");
     const std::vector<DeviceSummary> summaries = summarize(snap_);
     const std::vector<DeviceTraceReport> traces = analyzeTraces(snap_);
     std::set<int> devices;
@@ -124,8 +124,8 @@ class Page {
   void deviceSection(int device, const DeviceSummary* summary, const DeviceTraceReport* trace) {
     put("<section id=\"device-{}\">\n<h2>Device {}</h2>\n", device, device);
     if (summary != nullptr)
-      put("<p class=\"note\">{} segments: {} reserved, {} allocated, {} free cached (fragmentation {:.3f}).</p>\n",
-          summary->segments, formatBytes(summary->reserved), formatBytes(summary->allocated),
+      put("<p class=\"note\">{} segment{}: {} reserved, {} allocated, {} free cached (fragmentation {:.3f}).</p>\n",
+          summary->segments, summary->segments == 1 ? "" : "s", formatBytes(summary->reserved), formatBytes(summary->allocated),
           formatBytes(summary->inactive), summary->fragmentation());
     timelineSection(trace);
     segmentMap(device);
@@ -150,7 +150,11 @@ class Page {
     }
     const ByteUnit unit = unitFor(maxTotal);
     const double yMax = double(maxTotal) / unit.scale;
-    const double xMax = std::max(t.x.empty() ? 1.0 : t.x.back(), 1e-9);
+    // Seconds on the axis, or milliseconds or microseconds for short traces (round tick labels either way).
+    const double span = t.x.empty() ? 1.0 : t.x.back();
+    const double timeScale = !t.timed || span >= 1 ? 1 : span >= 1e-3 ? 1e3 : 1e6;
+    const char* timeUnit = timeScale == 1 ? "s" : timeScale == 1e3 ? "ms" : "us";
+    const double xMax = std::max(span, 1e-9);
     const double plotW = kChartWidth - kLeft - 20, plotH = kChartHeight - kTop - kBottom;
     auto X = [&](double x) { return kLeft + plotW * x / xMax; };
     auto Y = [&](double bytes) { return kTop + plotH * (1 - bytes / unit.scale / yMax); };
@@ -164,7 +168,7 @@ class Page {
                                         : "");
     put("<svg width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"active memory over time\">\n",
         kChartWidth, kChartHeight, kChartWidth, kChartHeight);
-    const std::vector<double> yTicks = ticks(yMax, 5), xTicks = ticks(xMax, 8);
+    const std::vector<double> yTicks = ticks(yMax, 5), xTicks = ticks(xMax * timeScale, 8);
     for (double v : yTicks) {
       const double y = kTop + plotH * (1 - v / yMax);
       put("<line class=\"grid\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
@@ -172,13 +176,13 @@ class Page {
           kLeft, kLeft + plotW, y, y, kLeft - 6, y + 4, tickText(v, yTicks));
     }
     for (double v : xTicks) {
-      const double x = X(v);
+      const double x = X(v / timeScale);
       put("<line class=\"axis\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
           "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
           x, x, kTop + plotH, kTop + plotH + 5, x, kTop + plotH + 18, tickText(v, xTicks));
     }
     put("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", kLeft + plotW / 2, kChartHeight - 4,
-        t.timed ? "time since the first entry (s)" : "trace entry (the trace has no times)");
+        t.timed ? fmt::format("time since the first entry ({})", timeUnit) : "trace entry (the trace has no times)");
     put("<text transform=\"translate(14 {:.1f}) rotate(-90)\" text-anchor=\"middle\">live memory ({})</text>\n",
         kTop + plotH / 2, unit.name);
 
@@ -211,8 +215,14 @@ class Page {
           kPalette[s % std::size(kPalette)], escape(siteLabel(snap_.stacks, t.sites[s])),
           formatBytes(atPeak[t.sites[s]]));
     }
-    put("<span><span class=\"swatch\" style=\"background:{}\"></span>other sites ({} at the peak)</span></div>\n",
-        kOtherColour, formatBytes(trace->peakBytes - std::min(shown, trace->peakBytes)));
+    // "Other sites": memory of sites not live at the peak (or beyond the ones drawn); listed when drawn.
+    const uint64_t others = trace->peakBytes - std::min(shown, trace->peakBytes);
+    bool otherDrawn = false;
+    for (const auto& p : t.bytes) otherDrawn = otherDrawn || p[t.sites.size()] > 0;
+    if (otherDrawn || others > 0)
+      put("<span><span class=\"swatch\" style=\"background:{}\"></span>other sites ({} at the peak)</span>",
+          kOtherColour, formatBytes(others));
+    put("</div>\n");
   }
 
   // 2. The segment map.
