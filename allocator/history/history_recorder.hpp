@@ -87,7 +87,7 @@ class HistoryRecorder {
 
   // Trace entries' time stamps (trace_clock.hpp): cheap to take, converted when a snapshot is taken.
   uint64_t stamp() const noexcept { return clock_.now(); }
-  TraceClock::Converter clockConverter() const noexcept { return clock_.converter(); }
+  TraceClock::Converter clockConverter() const { return clock_.converter(); }
   // Microseconds since the epoch (CLOCK_REALTIME), the annotations' time_us.
   static int64_t nowUs() noexcept { return TraceClock::realtimeNs() / 1000; }
 

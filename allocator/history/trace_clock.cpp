@@ -37,16 +37,26 @@ int64_t TraceClock::realtimeNs() noexcept {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-TraceClock::Converter TraceClock::converter() const noexcept {
-  Converter c;
-  c.baseNs_ = realtimeNs();
-  c.base_ = now();
+TraceClock::Converter TraceClock::converter() const {
+  constexpr int64_t kMinSpanNs = 10'000'000;  // 10 ms: a rate measured over less is too rough to keep
+  constexpr int64_t kKeepNs = 60'000'000'000;  // a minute
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t nowNs = realtimeNs();
+  if (keptAtNs_ != 0 && nowNs - keptAtNs_ < kKeepNs) return kept_;
+  Converter c;  // anchored where the clock was made: later conversions with the same rate agree
+  c.base_ = start_;
+  c.baseNs_ = startNs_;
   if (tsc_) {
-    const double ticks = static_cast<double>(c.base_ - start_);
-    const double ns = static_cast<double>(c.baseNs_ - startNs_);
+    const uint64_t nowStamp = now();
+    const double ticks = static_cast<double>(nowStamp - start_);
+    const double ns = static_cast<double>(nowNs - startNs_);
     // Too short a span to measure the rate (a snapshot right after start-up): assume 1 GHz, which only
     // matters for entries of that same instant.
     c.nsPerTick_ = ticks > 1e6 && ns > 0 ? ns / ticks : 1.0;
+  }
+  if (nowNs - startNs_ >= kMinSpanNs) {
+    kept_ = c;
+    keptAtNs_ = nowNs;
   }
   return c;
 }

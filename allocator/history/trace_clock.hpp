@@ -3,10 +3,13 @@
 // about a quarter of a clock_gettime call), turned into epoch microseconds only
 // when a snapshot is taken, from two (counter, CLOCK_REALTIME) pairs: one when
 // the clock was made, one at the conversion. PyTorch converts its approximate
-// clock the same way. Elsewhere the stamps are CLOCK_REALTIME nanoseconds.
+// clock the same way. The rate is kept for a minute once measured over at least
+// 10 ms, so snapshots taken close together give an entry the same time.
+// Elsewhere the stamps are CLOCK_REALTIME nanoseconds.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -38,11 +41,14 @@ class TraceClock {
     int64_t baseNs_ = 0;   // CLOCK_REALTIME at base_
     double nsPerTick_ = 1;
   };
-  Converter converter() const noexcept;
+  Converter converter() const;
 
   static int64_t realtimeNs() noexcept;
 
  private:
+  mutable std::mutex mu_;
+  mutable Converter kept_;    // the last conversion measured over a long enough span
+  mutable int64_t keptAtNs_ = 0;  // when it was measured (0: none kept)
   bool tsc_ = false;     // stamps are time-stamp-counter ticks
   uint64_t start_ = 0;   // the stamp and the real time when made
   int64_t startNs_ = 0;
