@@ -41,8 +41,11 @@ TraceClock::Converter TraceClock::converter() const {
   constexpr int64_t kMinSpanNs = 10'000'000;  // 10 ms: a rate measured over less is too rough to keep
   constexpr int64_t kKeepNs = 60'000'000'000;  // a minute
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t nowNs = realtimeNs();
+  int64_t nowNs = realtimeNs();
   if (keptAtNs_ != 0 && nowNs - keptAtNs_ < kKeepNs) return kept_;
+  // A rate measured over less than 10 ms is too rough: a snapshot that early waits out the rest (once
+  // per process; snapshots are not cheap anyway).
+  while (tsc_ && nowNs - startNs_ < kMinSpanNs) nowNs = realtimeNs();
   Converter c;  // anchored where the clock was made: later conversions with the same rate agree
   c.base_ = start_;
   c.baseNs_ = startNs_;
@@ -50,14 +53,10 @@ TraceClock::Converter TraceClock::converter() const {
     const uint64_t nowStamp = now();
     const double ticks = static_cast<double>(nowStamp - start_);
     const double ns = static_cast<double>(nowNs - startNs_);
-    // Too short a span to measure the rate (a snapshot right after start-up): assume 1 GHz, which only
-    // matters for entries of that same instant.
-    c.nsPerTick_ = ticks > 1e6 && ns > 0 ? ns / ticks : 1.0;
+    c.nsPerTick_ = ticks > 0 && ns > 0 ? ns / ticks : 1.0;
   }
-  if (nowNs - startNs_ >= kMinSpanNs) {
-    kept_ = c;
-    keptAtNs_ = nowNs;
-  }
+  kept_ = c;
+  keptAtNs_ = nowNs;
   return c;
 }
 

@@ -3,8 +3,9 @@
 // about a quarter of a clock_gettime call), turned into epoch microseconds only
 // when a snapshot is taken, from two (counter, CLOCK_REALTIME) pairs: one when
 // the clock was made, one at the conversion. PyTorch converts its approximate
-// clock the same way. The rate is kept for a minute once measured over at least
-// 10 ms, so snapshots taken close together give an entry the same time.
+// clock the same way. The rate is measured over at least 10 ms (a snapshot taken
+// sooner after start-up waits out the rest) and kept for a minute, so snapshots
+// taken close together give an entry the same time.
 // Elsewhere the stamps are CLOCK_REALTIME nanoseconds.
 #pragma once
 
