@@ -4,12 +4,14 @@
 # from the committed seed corpus, as a test of both builds. Exit 77 (skip)
 # when clang or libFuzzer is missing; any crash, sanitizer report, leak or
 # timeout fails the test and leaves the input under BUILD_DIR/fuzz/.
-# Usage: run_fuzzers.sh SOURCE_DIR BUILD_DIR [RUNS]
+# Usage: run_fuzzers.sh SOURCE_DIR BUILD_DIR FUZZER_SOURCE [RUNS]
+# (FUZZER_SOURCE: the libFuzzer entry point, snapshot_fuzzer.cpp, named by the build files)
 set -euo pipefail
 src=$(cd "$1" && pwd)
 mkdir -p "$2/fuzz"
 out=$(cd "$2/fuzz" && pwd)
-runs=${3:-20000}
+fuzzer=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
+runs=${4:-20000}
 
 cxx=""
 for c in clang++ clang++-14; do
@@ -35,7 +37,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -I"$src" -I"$src/tools/mtia-mem
 sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 # Rebuild only when a source or header changed since the last build (the stamp is their hash).
-stamp=$(cd "$src" && cat "${sources[@]}" tests/fuzz/snapshot_fuzzer.cpp allocator/snapshot/*.hpp \
+stamp=$(cd "$src" && cat "${sources[@]}" "$fuzzer" allocator/snapshot/*.hpp \
   tools/mtia-mem/*.hpp | sha1sum | cut -d' ' -f1)
 if [[ ! -x $out/json_fuzzer || ! -x $out/pickle_fuzzer || "$(cat "$out/stamp" 2>/dev/null)" != "$stamp" ]]; then
   echo "building the fuzzers with $cxx"
@@ -49,9 +51,9 @@ if [[ ! -x $out/json_fuzzer || ! -x $out/pickle_fuzzer || "$(cat "$out/stamp" 2>
     if ((${#pids[@]} >= 2)); then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
   done
   for p in "${pids[@]}"; do wait "$p"; done
-  "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "$src/tests/fuzz/snapshot_fuzzer.cpp" "${objects[@]}" \
+  "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "$fuzzer" "${objects[@]}" \
     -lfmt -lsimdjson -o "$out/json_fuzzer" &
-  "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer -DMTIA_FUZZ_PICKLE "$src/tests/fuzz/snapshot_fuzzer.cpp" \
+  "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer -DMTIA_FUZZ_PICKLE "$fuzzer" \
     "${objects[@]}" -lfmt -lsimdjson -o "$out/pickle_fuzzer"
   wait
   echo "$stamp" >"$out/stamp"
