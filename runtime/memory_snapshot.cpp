@@ -6,12 +6,14 @@
 #include "runtime/core/log.hpp"
 #include "runtime/runtime.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <algorithm>
 
 namespace mtia {
 
@@ -83,10 +85,12 @@ void dumpMemorySnapshot(Runtime& rt, const std::string& path, mtiaSnapshotFormat
   } owner{bytes};
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) fail(mtiaErrorInvalidValue, "path '{}' cannot be opened for writing: {}", path, std::strerror(errno));
+  struct stat st {};
+  const bool regular = ::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode);
   const size_t written = std::fwrite(bytes.data, 1, bytes.size, f);
   const int writeErrno = errno;
   if (std::fclose(f) != 0 || written != bytes.size) {
-    std::remove(path.c_str());
+    if (regular) std::remove(path.c_str());  // a half-written file, not a device such as /dev/full
     fail(mtiaErrorInvalidValue, "writing the snapshot to path '{}' failed: {}", path,
          std::strerror(written != bytes.size ? writeErrno : errno));
   }

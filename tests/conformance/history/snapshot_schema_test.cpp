@@ -3,6 +3,8 @@
 // sizes agree with the block states, segments sorted by address).
 #include "history_test_util.hpp"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <set>
 
@@ -139,6 +141,11 @@ TEST_F(Schema, BadInputIsRefusedNamingTheArgument) {
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMemoryDumpSnapshot("", mtiaSnapshotJson, 0), "path");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMemoryDumpSnapshot("/nonexistent-dir/x.json", mtiaSnapshotJson, 0),
                "/nonexistent-dir/x.json|No such file");
+  // A write that fails (a full device): the message names the path and the reason; the device stays.
+  EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMemoryDumpSnapshot("/dev/full", mtiaSnapshotJson, 0),
+               "/dev/full|No space left");
+  struct stat full {};
+  EXPECT_EQ(::stat("/dev/full", &full), 0);
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMemoryAnnotate(nullptr, "v"), "key");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMemoryAnnotate("", "v"), "key");
   mtiaContextProvider small{};
