@@ -121,6 +121,22 @@ MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* 
  * too small), mtiaErrorInvalidDevice, mtiaErrorNotSupported (hwloc cannot load the topology). */
 MTIA_API mtiaError_t mtiamlDeviceGetTopology(int32_t dev, mtiamlTopology* topology);
 
+/* Other simulated machines of this user (mtia-smi --all-machines). */
+
+/* Takes the list of this user's machines that have a registry (some process used them), sorted by
+ * registry name, and returns its length; the indices below refer to the latest list. Never blocks.
+ * Errors: mtiaErrorInvalidValue (count NULL). */
+MTIA_API mtiaError_t mtiamlMachineGetCount(uint32_t* count);
+/* Machine index's configuration as its registry records it, NUL-terminated:
+ * "devices=2 memory=17179869184 engines=4 machine=NAME". Never blocks. Errors: mtiaErrorInvalidValue
+ * (text NULL or size too small: nothing is written), mtiaErrorNotFound (index beyond the list),
+ * mtiaErrorNotPermitted, mtiaErrorInitializationError (the registry cannot be read). */
+MTIA_API mtiaError_t mtiamlMachineGetDescription(uint32_t index, char* text, size_t size);
+/* Makes every mtiamlDevice* call answer for machine index instead of the environment's, until the
+ * last mtiamlShutdown. Never blocks. Errors: those of mtiamlMachineGetDescription, and
+ * mtiaErrorInitializationError when the recorded configuration cannot be read back. */
+MTIA_API mtiaError_t mtiamlMachineSelect(uint32_t index);
+
 #ifdef __cplusplus
 }
 #endif

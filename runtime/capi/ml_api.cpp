@@ -118,4 +118,31 @@ MTIA_API mtiaError_t mtiamlDeviceGetTopology(int32_t dev, mtiamlTopology* topolo
   });
 }
 
+MTIA_API mtiaError_t mtiamlMachineGetCount(uint32_t* count) {
+  return apiCall("mtiamlMachineGetCount", [&] {
+    mtia::requireNonNull(count, "count");
+    *count = Management::with([](Management& m) { return m.refreshMachines(); });
+  });
+}
+
+MTIA_API mtiaError_t mtiamlMachineGetDescription(uint32_t index, char* text, size_t size) {
+  return apiCall("mtiamlMachineGetDescription", [&] {
+    mtia::requireNonNull(text, "text");
+    const std::string description =
+        Management::with([&](Management& m) { return m.machineDescription(index); });
+    if (description.size() >= size)
+      fail(mtiaErrorInvalidValue, "size {} is too small: the description needs {} bytes", size, description.size() + 1);
+    std::memcpy(text, description.c_str(), description.size() + 1);
+  });
+}
+
+MTIA_API mtiaError_t mtiamlMachineSelect(uint32_t index) {
+  return apiCall("mtiamlMachineSelect", [&] {
+    Management::with([&](Management& m) {
+      m.selectMachine(index);
+      return 0;
+    });
+  });
+}
+
 }  // extern "C"

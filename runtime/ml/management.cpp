@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 namespace mtia::ml {
 namespace {
 
@@ -58,13 +60,59 @@ void Management::load() {
   machine.memoryBytes = spec_.memoryBytes;
   machine.engines = static_cast<uint32_t>(spec_.engines);
   objectName_ = machine.objectName(getuid());
+  describeDevices();
+  registry();  // a registry we may not read is an error now, not at the first query
+}
+
+void Management::describeDevices() {
+  devices_.clear();
   for (int32_t dev = 0; dev < spec_.devices; ++dev) {
     mtiaDrvDeviceInfo info{};
     if (mtiaError_t err = mtiaSimDescribeDevice(&spec_, dev, &info); err != mtiaSuccess)
       fail(err, "cannot describe simulated device {}", dev);
     devices_.push_back(info);
   }
-  registry();  // a registry we may not read is an error now, not at the first query
+}
+
+uint32_t Management::refreshMachines() {
+  machines_ = registry::listMachines(getuid());
+  return static_cast<uint32_t>(machines_.size());
+}
+
+std::string Management::machineDescription(uint32_t index) {
+  if (index >= machines_.size())
+    fail(mtiaErrorNotFound, "machine {} does not exist: {} machine(s) listed (mtiamlMachineGetCount)", index,
+         machines_.size());
+  std::unique_ptr<registry::Registry> reg;
+  const registry::Status status = registry::Registry::openReadOnly(machines_[index], reg);
+  if (status.code == registry::Code::NotFound)
+    fail(mtiaErrorNotFound, "machine {} is gone: its registry {} was removed", index, machines_[index]);
+  if (!status) failRegistry(status);
+  return reg->machine();
+}
+
+void Management::selectMachine(uint32_t index) {
+  const std::string description = machineDescription(index);
+  // MachineSpec::description(): "devices=N memory=BYTES engines=N machine=NAME" (NAME may hold spaces).
+  mtiaSimMachineSpec spec{};
+  unsigned devices = 0, engines = 0;
+  unsigned long long memory = 0;
+  int consumed = 0;
+  if (std::sscanf(description.c_str(), "devices=%u memory=%llu engines=%u machine=%n", &devices, &memory, &engines,
+                  &consumed) != 3 ||
+      consumed == 0 || devices > MTIAML_MAX_DEVICES)
+    fail(mtiaErrorInitializationError, "registry {} records an unreadable machine: '{}'", machines_[index], description);
+  spec.devices = static_cast<int32_t>(devices);
+  spec.engines = static_cast<int32_t>(engines);
+  spec.memoryBytes = memory;
+  std::snprintf(spec.machine, sizeof spec.machine, "%s", description.c_str() + consumed);
+  std::unique_ptr<registry::Registry> reg;
+  const registry::Status status = registry::Registry::openReadOnly(machines_[index], reg);
+  if (!status) failRegistry(status);
+  spec_ = spec;
+  objectName_ = machines_[index];
+  registry_ = std::move(reg);
+  describeDevices();
 }
 
 const mtiaDrvDeviceInfo& Management::device(int32_t dev) const {

@@ -44,17 +44,27 @@ class Management {
   const topology::HostTopology& host();
   topology::DeviceLocation location(int32_t dev) const;
 
+  // This user's machines with a registry (registry object names), listed anew by refreshMachines().
+  uint32_t refreshMachines();
+  // Machine index's recorded description; NotFound beyond the list, registry errors as registry().
+  std::string machineDescription(uint32_t index);
+  // Reads machine index from now on. Errors as machineDescription, InitializationError when the
+  // description cannot be parsed.
+  void selectMachine(uint32_t index);
+
  private:
   Management() = default;
   static std::mutex& mutex();
   static Management& require();
   void load();
+  void describeDevices();
 
   mtiaSimMachineSpec spec_{};
   std::string objectName_;
   std::vector<mtiaDrvDeviceInfo> devices_;
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<topology::HostTopology> host_;
+  std::vector<std::string> machines_;
 };
 
 }  // namespace mtia::ml
