@@ -34,6 +34,7 @@ expect 2 "delay must be positive" dmon -d 0
 expect 2 "frobnicate" frobnicate
 expect 3 "cleanup is not supported" cleanup
 expect 3 "mem snapshot is not supported" mem snapshot -p 1 -o x.json
-expect 3 "--all-machines is not supported" --all-machines
+expect 2 "--all-machines goes with" --all-machines -q
+expect 2 "--all-machines goes with" --all-machines topo -m
 MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
 echo "mtia_smi_errors: ok"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mtia-smi with a second process: smi_holder allocates 96 MiB on device 1 and shows up, with its
 # figures, in the process table, --query-compute-apps (CSV and JSON), -q and the device memory; after
-# SIGKILL it is gone from the next query and its memory is free again.
+# SIGKILL it is gone from the next query and its memory is free again; --all-machines shows it too.
 # Usage: mtia_smi_processes.sh MTIA_SMI SMI_HOLDER
 set -euo pipefail
 smi=$1
@@ -65,6 +65,22 @@ assert p["pid"] == int(sys.argv[2]) and p["name"] == "smi_holder"
 assert p["memory_reserved_bytes"] == 96 << 20 and p["memory_allocated_bytes"] == 96 << 20
 assert d1["memory_used_bytes"] == 96 << 20 and d1["processes"] == 1
 PY
+
+# --all-machines lists this machine (among whatever else this user runs) with the process.
+run all.json --all-machines --json
+python3 - "$work/all.json" "$pid" "$MTIA_SIM_MACHINE" <<'PY' || fail "all.json: $(cat "$work/all.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema_version"] == 1
+(m,) = [m for m in r["machines"] if m["machine"].endswith(" machine=" + sys.argv[3])]
+assert m["machine"].startswith("devices=2 memory=1073741824 ")
+assert [p["pid"] for p in m["view"]["processes"]] == [int(sys.argv[2])]
+PY
+run all.txt --all-machines
+grep -q "^Machine: devices=2 memory=1073741824 engines=[0-9]* machine=$MTIA_SIM_MACHINE\$" "$work/all.txt" || fail "all.txt lacks the machine"
+run all_list.txt --all-machines -L
+run list.txt -L
+grep -qF "$(cat "$work/list.txt")" "$work/all_list.txt" || fail "all_list.txt lacks this machine's devices"
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true

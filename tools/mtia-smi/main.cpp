@@ -76,9 +76,6 @@ int run(const Options& o, CLI::App& app) {
   if (app.got_subcommand("mem"))
     throw SmiError(kExitNotSupported, "mem snapshot is not supported yet: remote snapshots through the registry's "
                                       "request word are not implemented");
-  if (o.allMachines)
-    throw SmiError(kExitNotSupported, "--all-machines is not supported yet: the management library reads the "
-                                      "machine of this environment only");
   if (!o.format.empty() && o.queryDevice.empty() && o.queryApps.empty())
     throw SmiError(kExitBadArguments, "--format goes with --query-gpu or --query-compute-apps");
   if (o.loopSeconds < 0) throw SmiError(kExitBadArguments, "-l: the interval must be positive");
@@ -99,6 +96,19 @@ int run(const Options& o, CLI::App& app) {
   const bool looping = o.loopSeconds > 0 || o.count > 0;
   const double interval = o.loopSeconds > 0 ? o.loopSeconds : 1.0;
 
+  if (o.allMachines) {
+    if (!deviceSelection.empty() || !appSelection.empty() || o.detail || app.get_subcommands().size() > 0)
+      throw SmiError(kExitBadArguments, "--all-machines goes with the default view or -L");
+    repeat(looping, interval, o.count, [&](int64_t i) {
+      const std::vector<MachineReading> machines = readAllMachines();
+      if (o.json) {
+        emit(allMachinesJson(machines, o.list, version()));
+      } else {
+        emit((i > 0 ? "\n" : "") + allMachinesText(machines, o.list, version()));
+      }
+    });
+    return kExitOk;
+  }
   if (CLI::App* topo = app.get_subcommand("topo"); topo->parsed()) {
     if (!o.topoMatrix) throw SmiError(kExitBadArguments, "topo: give -m (the device matrix)");
     int32_t count = 0;
@@ -158,7 +168,7 @@ int main(int argc, char** argv) {
   app.add_option("-l,--loop", o.loopSeconds, "Repeat every SEC seconds until interrupted (or -c times)");
   app.add_option("-c,--count", o.count, "Repeat COUNT times (every -l seconds, 1 by default)");
   auto* q = app.add_flag("-q,--query", o.detail, "Every detail of every device and process");
-  app.add_flag("--all-machines", o.allMachines, "Every simulated machine of this user (not supported yet)");
+  app.add_flag("--all-machines", o.allMachines, "Every simulated machine of this user that a process has used (default view or -L)");
   list->excludes(qd)->excludes(qa)->excludes(q)->excludes(hd)->excludes(ha);
   qd->excludes(qa)->excludes(q)->excludes(hd)->excludes(ha);
   qa->excludes(q)->excludes(hd)->excludes(ha);

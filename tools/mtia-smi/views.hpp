@@ -44,6 +44,16 @@ std::string dmonHeader();
 std::string dmonRows(const MachineSample& sample);
 std::string dmonJson(const MachineSample& sample);
 
+// --all-machines: every machine of this user with a registry, by registry name. Selecting a machine
+// leaves the library reading the last one.
+struct MachineReading {
+  std::string description;  // "devices=2 memory=... engines=4 machine=NAME"
+  MachineSample sample;
+};
+std::vector<MachineReading> readAllMachines();  // throws SmiError
+std::string allMachinesText(const std::vector<MachineReading>& machines, bool list, const std::string& version);
+std::string allMachinesJson(const std::vector<MachineReading>& machines, bool list, const std::string& version);
+
 // topo -m
 struct TopologySample {
   std::vector<mtiamlTopology> devices;
