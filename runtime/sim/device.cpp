@@ -25,32 +25,10 @@ Device::Device(Machine& machine, int32_t index, const Config& config, const Faul
 mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
   uint64_t vaBase = 0, vaSize = 0;
   if (mtiaError_t err = memory_.addressRange(&vaBase, &vaSize); err != mtiaSuccess) return err;
-  info = mtiaDrvDeviceInfo{};
-  info.structSize = sizeof(info);
-  std::snprintf(info.name, sizeof(info.name), "MTIA Sim Device");
-  const std::array<uint8_t, 16> uuid = deviceUuid(config_, index_);
-  std::memcpy(info.uuid, uuid.data(), uuid.size());
-  std::snprintf(info.pciBusId, sizeof(info.pciBusId), "%s", devicePciBusId(index_).c_str());
+  describeIdentity(config_, index_, info);
   info.totalMemory = memory_.capacity();
-  info.engines = config_.engines;
-  info.major = 2;
-  info.minor = 0;
-  info.numaNode = Topology::instance().numaNodeOfDevice(index_);
-  info.maxThreadsPerBlock = static_cast<int32_t>(kMaxThreadsPerBlock);
-  for (int i = 0; i < 3; ++i) {
-    info.maxThreadsDim[i] = static_cast<int32_t>(kMaxBlockDim[i]);
-    info.maxGridSize[i] = static_cast<int32_t>(kMaxGridDim[i]);
-  }
-  info.pciDomain = 0;
-  info.pciBus = devicePciBus(index_);
-  info.pciDevice = 0;
-  info.priorityLeast = kPriorityLeast;
-  info.priorityGreatest = kPriorityGreatest;
-  info.sharedMemPerBlock = kSharedMemPerBlock;
-  info.allocationGranularity = kGranularity;
   info.vaBase = vaBase;
   info.vaSize = vaSize;
-  info.canAccessPeers = 1;
   return mtiaSuccess;
 }
 

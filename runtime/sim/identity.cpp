@@ -1,6 +1,12 @@
 #include "identity.hpp"
 
+#include "queue.hpp"
+#include "topology.hpp"
+
 #include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
 
 namespace mtia::sim {
 namespace {
@@ -53,5 +59,32 @@ std::array<uint8_t, 16> deviceUuid(const Config& config, int32_t index) {
 }
 
 std::string devicePciBusId(int32_t index) { return fmt::format("0000:{:02x}:00.0", devicePciBus(index)); }
+
+void describeIdentity(const Config& config, int32_t index, mtiaDrvDeviceInfo& info) {
+  info = mtiaDrvDeviceInfo{};
+  info.structSize = sizeof(info);
+  std::snprintf(info.name, sizeof(info.name), "MTIA Sim Device");
+  const std::array<uint8_t, 16> uuid = deviceUuid(config, index);
+  std::memcpy(info.uuid, uuid.data(), uuid.size());
+  std::snprintf(info.pciBusId, sizeof(info.pciBusId), "%s", devicePciBusId(index).c_str());
+  info.totalMemory = config.memoryBytes;
+  info.engines = config.engines;
+  info.major = 2;
+  info.minor = 0;
+  info.numaNode = Topology::instance().numaNodeOfDevice(index);
+  info.maxThreadsPerBlock = static_cast<int32_t>(kMaxThreadsPerBlock);
+  for (int i = 0; i < 3; ++i) {
+    info.maxThreadsDim[i] = static_cast<int32_t>(kMaxBlockDim[i]);
+    info.maxGridSize[i] = static_cast<int32_t>(kMaxGridDim[i]);
+  }
+  info.pciDomain = 0;
+  info.pciBus = devicePciBus(index);
+  info.pciDevice = 0;
+  info.priorityLeast = kPriorityLeast;
+  info.priorityGreatest = kPriorityGreatest;
+  info.sharedMemPerBlock = kSharedMemPerBlock;
+  info.allocationGranularity = kGranularity;
+  info.canAccessPeers = 1;
+}
 
 }  // namespace mtia::sim

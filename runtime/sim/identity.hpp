@@ -5,6 +5,8 @@
 
 #include "config.hpp"
 
+#include <mtia/mtia_driver.h>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -16,5 +18,9 @@ std::array<uint8_t, 16> deviceUuid(const Config& config, int32_t index);
 inline constexpr int32_t kFirstPciBus = 0x10;
 inline int32_t devicePciBus(int32_t index) { return kFirstPciBus + index; }
 std::string devicePciBusId(int32_t index);
+
+// Everything deviceGetInfo reports that needs no started device (all but vaBase and vaSize): the one
+// place the driver and the management library take a device's identity from.
+void describeIdentity(const Config& config, int32_t index, mtiaDrvDeviceInfo& info);
 
 }  // namespace mtia::sim

@@ -1,0 +1,160 @@
+#include "management.hpp"
+
+#include "runtime/core/error.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace mtia::ml {
+namespace {
+
+Management* gInstance = nullptr;
+int gReferences = 0;
+
+[[noreturn]] void failRegistry(const registry::Status& status) {
+  if (status.code == registry::Code::Permission) fail(mtiaErrorNotPermitted, "device registry: {}", status.message);
+  fail(mtiaErrorInitializationError, "device registry unavailable: {}", status.message);
+}
+
+}  // namespace
+
+std::mutex& Management::mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+Management& Management::require() {
+  if (gInstance == nullptr) fail(mtiaErrorInitializationError, "the management library is not initialised (call mtiamlInit)");
+  return *gInstance;
+}
+
+void Management::init() {
+  std::lock_guard lock(mutex());
+  if (gInstance != nullptr) {
+    ++gReferences;
+    return;
+  }
+  std::unique_ptr<Management> state(new Management());
+  state->load();
+  gInstance = state.release();
+  gReferences = 1;
+}
+
+void Management::shutdown() {
+  std::lock_guard lock(mutex());
+  require();
+  if (--gReferences == 0) {
+    delete gInstance;
+    gInstance = nullptr;
+  }
+}
+
+void Management::load() {
+  char error[512] = {};
+  if (mtiaError_t err = mtiaSimMachineFromEnvironment(&spec_, error, sizeof error); err != mtiaSuccess)
+    fail(err, "{}", error);
+  registry::MachineSpec machine;
+  machine.name = spec_.machine;
+  machine.devices = static_cast<uint32_t>(spec_.devices);
+  machine.memoryBytes = spec_.memoryBytes;
+  machine.engines = static_cast<uint32_t>(spec_.engines);
+  objectName_ = machine.objectName(getuid());
+  describeDevices();
+  registry();  // a registry we may not read is an error now, not at the first query
+}
+
+void Management::describeDevices() {
+  devices_.clear();
+  for (int32_t dev = 0; dev < spec_.devices; ++dev) {
+    mtiaDrvDeviceInfo info{};
+    if (mtiaError_t err = mtiaSimDescribeDevice(&spec_, dev, &info); err != mtiaSuccess)
+      fail(err, "cannot describe simulated device {}", dev);
+    devices_.push_back(info);
+  }
+}
+
+uint32_t Management::refreshMachines() {
+  machines_ = registry::listMachines(getuid());
+  return static_cast<uint32_t>(machines_.size());
+}
+
+std::string Management::machineDescription(uint32_t index) {
+  if (index >= machines_.size())
+    fail(mtiaErrorNotFound, "machine {} does not exist: {} machine(s) listed (mtiamlMachineGetCount)", index,
+         machines_.size());
+  std::unique_ptr<registry::Registry> reg;
+  const registry::Status status = registry::Registry::openReadOnly(machines_[index], reg);
+  if (status.code == registry::Code::NotFound)
+    fail(mtiaErrorNotFound, "machine {} is gone: its registry {} was removed", index, machines_[index]);
+  if (!status) failRegistry(status);
+  return reg->machine();
+}
+
+void Management::selectMachine(uint32_t index) {
+  const std::string description = machineDescription(index);
+  // MachineSpec::description(): "devices=N memory=BYTES engines=N machine=NAME" (NAME may hold spaces).
+  mtiaSimMachineSpec spec{};
+  unsigned devices = 0, engines = 0;
+  unsigned long long memory = 0;
+  int consumed = 0;
+  if (std::sscanf(description.c_str(), "devices=%u memory=%llu engines=%u machine=%n", &devices, &memory, &engines,
+                  &consumed) != 3 ||
+      consumed == 0 || devices > MTIAML_MAX_DEVICES)
+    fail(mtiaErrorInitializationError, "registry {} records an unreadable machine: '{}'", machines_[index], description);
+  spec.devices = static_cast<int32_t>(devices);
+  spec.engines = static_cast<int32_t>(engines);
+  spec.memoryBytes = memory;
+  std::snprintf(spec.machine, sizeof spec.machine, "%s", description.c_str() + consumed);
+  std::unique_ptr<registry::Registry> reg;
+  const registry::Status status = registry::Registry::openReadOnly(machines_[index], reg);
+  if (!status) failRegistry(status);
+  spec_ = spec;
+  objectName_ = machines_[index];
+  registry_ = std::move(reg);
+  describeDevices();
+}
+
+const mtiaDrvDeviceInfo& Management::device(int32_t dev) const {
+  if (dev < 0 || dev >= deviceCount())
+    fail(mtiaErrorInvalidDevice, "device {} does not exist: the machine has {} device(s)", dev, deviceCount());
+  return devices_[static_cast<size_t>(dev)];
+}
+
+registry::Registry* Management::registry() {
+  if (registry_) return registry_.get();
+  const registry::Status status = registry::Registry::openReadOnly(objectName_, registry_);
+  if (status.code == registry::Code::NotFound) return nullptr;
+  if (!status) failRegistry(status);
+  return registry_.get();
+}
+
+std::vector<registry::ProcessRecord> Management::processesOf(int32_t dev) {
+  device(dev);
+  std::vector<registry::ProcessRecord> out;
+  registry::Registry* reg = registry();
+  if (reg == nullptr) return out;
+  for (registry::ProcessRecord& record : reg->processes()) {
+    if (static_cast<size_t>(dev) >= record.devices.size()) continue;
+    const registry::DeviceFigures& figures = record.devices[static_cast<size_t>(dev)];
+    if (figures.reserved == 0 && figures.allocated == 0) continue;
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
+const topology::HostTopology& Management::host() {
+  if (!host_) {
+    std::string error;
+    host_ = topology::HostTopology::load(error);
+    if (!host_) fail(mtiaErrorNotSupported, "host topology: {}", error);
+  }
+  return *host_;
+}
+
+topology::DeviceLocation Management::location(int32_t dev) const {
+  const mtiaDrvDeviceInfo& info = device(dev);
+  return topology::DeviceLocation{info.pciBusId, info.numaNode};
+}
+
+}  // namespace mtia::ml

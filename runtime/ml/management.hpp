@@ -1,0 +1,70 @@
+// The state behind <mtia/mtia_ml.h>: the machine the environment configures,
+// its devices' identity (from the sim driver's own description, so it equals
+// what mtiaGetDeviceProperties reports), a read-only view of its registry and
+// the host topology. Nothing here starts a device or the runtime.
+//
+// Thread safety: Management::with() serialises every call on one mutex;
+// readers of the registry take no cross-process lock. Blocking: never waits
+// for another process.
+#pragma once
+
+#include "runtime/registry/registry.hpp"
+#include "runtime/sim/sim_driver.h"
+#include "runtime/topology/host_topology.hpp"
+
+#include <mtia/mtia_ml.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace mtia::ml {
+
+class Management {
+ public:
+  // Errors (thrown as mtia::Error): InvalidValue (bad MTIA_SIM_*), NotPermitted, InitializationError.
+  static void init();
+  static void shutdown();
+  // Runs fn(Management&) under the lock; InitializationError when not initialised.
+  template <typename Fn>
+  static auto with(Fn&& fn) {
+    std::lock_guard lock(mutex());
+    return fn(require());
+  }
+
+  int32_t deviceCount() const { return static_cast<int32_t>(devices_.size()); }
+  // InvalidDevice unless 0 <= dev < deviceCount().
+  const mtiaDrvDeviceInfo& device(int32_t dev) const;
+  // The machine's registry, opened read-only on first need; nullptr while no process has created it.
+  registry::Registry* registry();
+  // Live processes with memory of dev (reserved or allocated), in slot order.
+  std::vector<registry::ProcessRecord> processesOf(int32_t dev);
+  // NotSupported when hwloc cannot load the host.
+  const topology::HostTopology& host();
+  topology::DeviceLocation location(int32_t dev) const;
+
+  // This user's machines with a registry (registry object names), listed anew by refreshMachines().
+  uint32_t refreshMachines();
+  // Machine index's recorded description; NotFound beyond the list, registry errors as registry().
+  std::string machineDescription(uint32_t index);
+  // Reads machine index from now on. Errors as machineDescription, InitializationError when the
+  // description cannot be parsed.
+  void selectMachine(uint32_t index);
+
+ private:
+  Management() = default;
+  static std::mutex& mutex();
+  static Management& require();
+  void load();
+  void describeDevices();
+
+  mtiaSimMachineSpec spec_{};
+  std::string objectName_;
+  std::vector<mtiaDrvDeviceInfo> devices_;
+  std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<topology::HostTopology> host_;
+  std::vector<std::string> machines_;
+};
+
+}  // namespace mtia::ml

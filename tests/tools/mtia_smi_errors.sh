@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# mtia-smi's error contract: bad arguments exit 2, what is not supported exits 3, a device the machine
+# lacks or a broken configuration gives its own code (permission and registry-unavailable: see
+# mtia_smi_processes.sh, which has a registry to spoil); every failure prints a message on stderr and
+# nothing on stdout.
+# Usage: mtia_smi_errors.sh MTIA_SMI
+set -euo pipefail
+smi=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+expect() { # expect CODE TEXT args...: exit CODE, empty stdout, stderr containing TEXT
+  local code=$1 text=$2
+  shift 2
+  local got=0
+  "$smi" "$@" >"$work/out" 2>"$work/err" || got=$?
+  [[ $got == "$code" ]] || fail "mtia-smi $*: exit $got, expected $code (stderr: $(cat "$work/err"))"
+  [[ ! -s $work/out ]] || fail "mtia-smi $*: wrote to stdout: $(cat "$work/out")"
+  grep -qF -- "$text" "$work/err" || fail "mtia-smi $*: stderr lacks '$text': $(cat "$work/err")"
+}
+
+expect 2 "--nosuch" --nosuch
+expect 2 "unknown field 'memory.bogus'" --query-gpu=index,memory.bogus --format=csv
+expect 2 "unknown field 'vram'" --query-compute-apps=pid,vram --format=csv
+expect 2 "'tsv' is not valid" --query-gpu=index --format=tsv
+expect 2 "--format goes with" --format=csv
+expect 2 "need --format" --query-gpu=index
+expect 2 "excludes" -L -q
+expect 2 "Could not convert" -l soon
+expect 2 "positive" -l -1
+expect 2 "give -m" topo
+expect 2 "delay must be positive" dmon -d 0
+expect 2 "frobnicate" frobnicate
+expect 3 "cleanup is not supported" cleanup
+expect 3 "mem snapshot is not supported" mem snapshot -p 1 -o x.json
+expect 2 "--all-machines goes with" --all-machines -q
+expect 2 "--all-machines goes with" --all-machines topo -m
+MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
+echo "mtia_smi_errors: ok"
