@@ -37,4 +37,19 @@ expect 3 "mem snapshot is not supported" mem snapshot -p 1 -o x.json
 expect 2 "--all-machines goes with" --all-machines -q
 expect 2 "--all-machines goes with" --all-machines topo -m
 MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
+# --all-machines skips (and reports on stderr) an object that only looks like one of ours: here one
+# planted under our name by another user (/dev/shm is world-writable). Needs root to plant it.
+if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null; then
+  planted=/dev/shm/mtia_registry.v1.u0.test-planted-by-nobody.$$
+  trap 'rm -rf "$work" "$planted" "$planted.lock"' EXIT
+  install -m 600 /dev/null "$planted.lock"
+  install -o nobody -m 600 /dev/null "$planted"
+  truncate -s 1M "$planted"
+  got=0
+  "$smi" --all-machines -L >"$work/out" 2>"$work/err" || got=$?
+  [[ $got == 0 ]] || fail "--all-machines with a planted object: exit $got ($(cat "$work/err"))"
+  grep -qF "skipping machine" "$work/err" || fail "--all-machines did not report the planted object: $(cat "$work/err")"
+  grep -qF "belongs to uid" "$work/err" || fail "--all-machines did not say whose object it is: $(cat "$work/err")"
+  rm -f "$planted" "$planted.lock"
+fi
 echo "mtia_smi_errors: ok"

@@ -2,6 +2,10 @@
 #include "smi_error.hpp"
 #include "views.hpp"
 
+#include <mtia/mtia_runtime.h>
+
+#include <cstdio>
+
 namespace mtia::smi {
 
 std::vector<MachineReading> readAllMachines() {
@@ -12,6 +16,12 @@ std::vector<MachineReading> readAllMachines() {
     char description[512];
     const mtiaError_t err = mtiamlMachineGetDescription(i, description, sizeof description);
     if (err == mtiaErrorNotFound) continue;  // its registry was removed since the listing
+    // Another user's object under our name, or one half-created or of another layout: the other
+    // machines are still worth showing, so this one is only reported.
+    if (err == mtiaErrorNotPermitted || err == mtiaErrorInitializationError) {
+      std::fprintf(stderr, "mtia-smi: skipping machine %u: %s\n", i, mtiaGetLastErrorMessage());
+      continue;
+    }
     check(err, "mtiamlMachineGetDescription");
     check(mtiamlMachineSelect(i), "mtiamlMachineSelect");
     out.push_back(MachineReading{description, takeSample()});
