@@ -21,7 +21,7 @@ namespace mtia::registry {
 inline constexpr uint32_t kLayoutVersion = 2;
 inline constexpr uint64_t kMagic = 0x3147455241495444ull;  // "DTIAREG1" read as little-endian bytes
 inline constexpr uint32_t kMaxDevices = 64;                 // the simulator's own limit
-inline constexpr uint32_t kDefaultSlots = 128;  // 1.8 MiB of /dev/shm per machine
+inline constexpr uint32_t kDefaultSlots = 128;  // 2.3 MiB of /dev/shm per machine
 inline constexpr uint32_t kMaxSlots = 4096;
 inline constexpr uint32_t kHeaderBytes = 4096;
 inline constexpr uint32_t kCommBytes = 32;
@@ -74,17 +74,21 @@ struct alignas(32) ImportRecord {
   std::atomic<uint64_t> generation;
 };
 
+inline constexpr uint32_t kRecentTickets = 8;
+
 // An interprocess event this process exported: its record and completion counters, which importers
-// read and wait on (a futex on the low half of completed: non-private, the page is shared).
+// read and wait on (a futex word: non-private, the page is shared). Record n is complete when
+// completed >= n, or when recent[n % kRecentTickets] == n (it completed before an earlier one).
 struct alignas(64) EventRecord {
   std::atomic<uint32_t> state;  // EventState: Dead = destroyed by the exporter
   std::atomic<uint32_t> wake;   // futex word: bumped on every completion and on death
   std::atomic<uint64_t> generation;
-  std::atomic<uint64_t> recorded;   // records made so far
-  std::atomic<uint64_t> completed;  // the highest record whose work completed
+  std::atomic<uint64_t> recorded;   // records made so far (the latest record's number)
+  std::atomic<uint64_t> completed;  // every record up to this one completed
   std::atomic<uint32_t> device;
   uint32_t reserved0;
   uint64_t reserved[3];
+  std::atomic<uint64_t> recent[kRecentTickets];  // the latest completed numbers, by number modulo 8
 };
 
 struct alignas(64) Slot {
@@ -126,9 +130,9 @@ static_assert(std::is_standard_layout_v<Slot> && std::is_standard_layout_v<Heade
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
 static_assert(sizeof(SlotDevice) == 64);
 static_assert(offsetof(Slot, devices) == 128);
-static_assert(sizeof(ExportRecord) == 64 && sizeof(ImportRecord) == 32 && sizeof(EventRecord) == 64);
+static_assert(sizeof(ExportRecord) == 64 && sizeof(ImportRecord) == 32 && sizeof(EventRecord) == 128);
 static_assert(offsetof(Slot, exports) == 128 + 64 * kMaxDevices);
-static_assert(sizeof(Slot) == 128 + 64 * kMaxDevices + 64 * kIpcExports + 32 * kIpcImports + 64 * kIpcEvents);
+static_assert(sizeof(Slot) == 128 + 64 * kMaxDevices + 64 * kIpcExports + 32 * kIpcImports + 128 * kIpcEvents);
 static_assert(std::is_standard_layout_v<ExportRecord> && std::is_standard_layout_v<ImportRecord> &&
               std::is_standard_layout_v<EventRecord>);
 static_assert(sizeof(Header) <= kHeaderBytes);

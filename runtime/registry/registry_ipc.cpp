@@ -151,9 +151,16 @@ Status Registry::addImport(const IpcRef& ref, uint32_t& importIndex, uint32_t& o
     }
   }
   if (found >= 0) {
-    // Already open here: the exporter counts this process already.
+    // Already open here: the exporter counts this process already, but a revoked export takes no new
+    // opens, even here.
+    ImportRecord& r = mine.imports[found];
+    r.opens.fetch_add(1, kSeq);
+    if (Status s = findExport(ref, ignored); !s) {
+      r.opens.fetch_sub(1, kSeq);
+      return s;
+    }
     importIndex = static_cast<uint32_t>(found);
-    opens = mine.imports[found].opens.fetch_add(1, kSeq) + 1;
+    opens = r.opens.load(std::memory_order_relaxed);
     return Status::ok();
   }
   if (free < 0)
@@ -200,6 +207,7 @@ Status Registry::publishEvent(uint32_t device, IpcRef& out, EventRecord*& record
     const uint64_t generation = nextGeneration();
     e.recorded.store(0, std::memory_order_relaxed);
     e.completed.store(0, std::memory_order_relaxed);
+    for (std::atomic<uint64_t>& r : e.recent) r.store(0, std::memory_order_relaxed);
     e.device.store(device, std::memory_order_relaxed);
     e.generation.store(generation, std::memory_order_relaxed);
     e.state.store(static_cast<uint32_t>(EventState::Live), std::memory_order_release);

@@ -326,9 +326,26 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
     if (mtiaError_t err = eventFor("ipcEventComplete", *machine, event, e); err != mtiaSuccess) return err;
     if (!e->exporter)
       return failf(mtiaErrorNotSupported, "ipcEventComplete: only the exporting process completes an IPC event");
-    std::atomic<uint64_t>& done = e->record->completed;
-    uint64_t seen = done.load(std::memory_order_relaxed);
-    while (ticket > seen && !done.compare_exchange_weak(seen, ticket, std::memory_order_seq_cst)) {
+    {
+      // Only this process completes its tickets: the shared figures move under a local lock. completed
+      // advances only across tickets that all completed (a later record on a faster stream does not
+      // complete an earlier one); recent tells a ticket that completed ahead of earlier ones. Beyond 64
+      // outstanding tickets the window slides: the oldest count as completed.
+      std::lock_guard lock(e->completeMu);
+      e->record->recent[ticket % registry::kRecentTickets].store(ticket, std::memory_order_seq_cst);
+      std::atomic<uint64_t>& done = e->record->completed;
+      uint64_t completed = done.load(std::memory_order_relaxed);
+      if (ticket <= completed) return mtiaSuccess;
+      while (ticket - completed > 64) {
+        ++completed;
+        e->doneAhead >>= 1;
+      }
+      e->doneAhead |= uint64_t{1} << (ticket - completed - 1);
+      while ((e->doneAhead & 1u) != 0) {
+        ++completed;
+        e->doneAhead >>= 1;
+      }
+      done.store(completed, std::memory_order_seq_cst);
     }
     e->record->wake.fetch_add(1, std::memory_order_seq_cst);
     futexWakeAll(&e->record->wake);
@@ -362,7 +379,9 @@ mtiaError_t ipcEventWait(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeou
     constexpr uint64_t kSlice = 50'000'000;
     for (;;) {
       const uint32_t word = r.wake.load(std::memory_order_seq_cst);
-      if (r.completed.load(std::memory_order_seq_cst) >= ticket) return mtiaSuccess;
+      if (r.completed.load(std::memory_order_seq_cst) >= ticket ||
+          r.recent[ticket % registry::kRecentTickets].load(std::memory_order_seq_cst) == ticket)
+        return mtiaSuccess;
       if (!c.registry->eventAlive(e->ref)) {
         return failf(mtiaErrorInvalidHandle,
                      "ipcEventWait: the IPC event was destroyed by its exporting process (pid {}), or that process "
