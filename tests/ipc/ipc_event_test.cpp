@@ -107,6 +107,65 @@ TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
   EXPECT_EQ(waitChild(exporter), 0);
 }
 
+// Waits see the latest record as of the call: a stream that waits for the exporter's record on a held
+// stream keeps waiting when a later record on another stream completes, while a query after that later
+// record sees it complete.
+TEST(IpcEvent, ALaterRecordDoesNotReleaseWaitsForAnEarlierOne) {
+  Channel toImporter, toExporter, toParent, release;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t held = nullptr, free = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&held) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamCreate(&free) == mtiaSuccess);
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h, e) == mtiaSuccess);
+    IPC_CHECK(mtiaLaunchHostFunc(held, blockUntilSaid, &release) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, held) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char step = 0;
+    IPC_CHECK(toExporter.receive(step));  // the importer waits for the first record
+    IPC_CHECK(mtiaEventRecord(e, free) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamSynchronize(free) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(step));
+    IPC_CHECK(toExporter.receive(step));
+    IPC_CHECK(mtiaStreamSynchronize(held) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);
+    char step = 1;
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(toImporter.receive(step));  // the second record completed
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventSynchronize(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamQuery(s) == mtiaErrorNotReady);  // still waiting for the first record
+    IPC_CHECK(toParent.send(step));                      // the parent lets the held stream go
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  char step = 0;
+  ASSERT_TRUE(toParent.receive(step));
+  const char go = 1;
+  ASSERT_TRUE(release.send(go));
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
 // The exporter records on a held stream and then destroys the event (or is killed): the importer's
 // synchronize and stream wait end, with an error, instead of hanging.
 void destroyedOrKilled(bool kill) {

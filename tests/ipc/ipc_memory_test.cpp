@@ -461,6 +461,24 @@ TEST(IpcMemory, ImportsAreNotChargedToTheImporter) {
   EXPECT_EQ(waitChild(exporter), 0);
 }
 
+// A process exports at most 64 allocations at once; the 65th is a clear error until one is freed.
+TEST(IpcMemory, FullExportTableIsAClearError) {
+  const pid_t child = forkChild([&] {
+    watchdog();
+    std::vector<void*> blocks(65, nullptr);
+    for (void*& b : blocks) IPC_CHECK(mtiaMalloc(&b, 4096) == mtiaSuccess);
+    mtiaIpcMemHandle_t h;
+    for (int i = 0; i < 64; ++i) IPC_CHECK(mtiaIpcGetMemHandle(&h, blocks[i]) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaIpcGetMemHandle(&h, blocks[64]), mtiaErrorMemoryAllocation, "64 exported allocations");
+    IPC_CHECK(mtiaFree(blocks[0]) == mtiaSuccess);  // nobody imported it: its record is free again
+    IPC_CHECK(mtiaIpcGetMemHandle(&h, blocks[64]) == mtiaSuccess);
+    for (int i = 1; i < 65; ++i) IPC_CHECK(mtiaFree(blocks[i]) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guard{child};
+  EXPECT_EQ(waitChild(child), 0);
+}
+
 TEST(IpcMemory, NotLegalDuringGlobalCapture) {
   const pid_t child = forkChild([&] {
     watchdog();
