@@ -150,6 +150,20 @@ class DeviceAllocator {
   // alike; for an expandable segment, inside its mapped chunks). bytes 0: whether ptr does. Thread-safe.
   bool poolOwns(PoolId id, const void* ptr, size_t bytes) const;
 
+  // --- IPC (device_allocator_ipc.cpp)
+  struct ExportRange {
+    mtiaDrvMem mem = nullptr;  // the physical allocation behind the block
+    uint64_t offset = 0;       // granule-aligned start of the block's granules in mem
+    uint64_t size = 0;         // bytes of those granules
+    uint64_t intoRange = 0;    // the block's start, from offset
+    size_t requested = 0;      // the allocation's size as the caller asked
+  };
+  // The physical memory behind the live allocation starting at ptr, whole granules, for an IPC export.
+  // Thread-safe, non-blocking. Throws InvalidValue naming argName (not the start of a live allocation:
+  // interior, freed, never allocated), NotSupported (the block lies in an expandable segment, whose
+  // chunks are separate physical allocations).
+  ExportRange exportRange(const void* ptr, const char* argName) const;
+
   // --- memory history (device_allocator_history.cpp)
   // Applies the history recorder's settings to what this device holds: Off forgets the trace ring and
   // the contexts of live blocks and segments, State forgets the ring, All resizes it (newest kept).

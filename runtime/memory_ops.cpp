@@ -56,6 +56,8 @@ std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr) {
   if (dev == nullptr) return std::nullopt;
   if (allocator::DeviceAllocator* mem = dev->memoryIfStarted())
     if (auto a = mem->find(ptr)) return DevicePointer{dev, *a};
+  // Memory another process exported, opened here: an allocation of its own for copies and fills.
+  if (auto m = rt.ipc().findImport(ptr)) return DevicePointer{dev, {m->base, m->size, m->size, dev->ordinal()}};
   return std::nullopt;
 }
 

@@ -60,6 +60,12 @@ Device* Runtime::deviceOfAddress(const void* ptr) {
   return nullptr;
 }
 
+Device* Runtime::deviceOfDriver(int32_t driverDevice) {
+  for (const std::unique_ptr<Device>& dev : devices_)
+    if (dev->driverDevice() == driverDevice) return dev.get();
+  return nullptr;
+}
+
 int& currentDeviceOrdinal() noexcept {
   thread_local int current = 0;
   return current;
@@ -86,6 +92,7 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   for (size_t i = 0; i < ordinals.size(); ++i)
     devices_.push_back(std::make_unique<Device>(*driver_, static_cast<int>(i), ordinals[i], *allocContext_));
   streams_ = std::make_unique<StreamRegistry>(devices_.size());
+  ipc_ = std::make_unique<IpcMemory>(*driver_);
   kernels_.attach(driver_.get());
   setDeviceThreadProbe(driver_->ops().isDriverThread);
   if (!options_.oomSnapshot.empty()) installOomSnapshot(*this, options_.oomSnapshot);

@@ -11,6 +11,7 @@
 #include "runtime/core/options.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver/driver.hpp"
+#include "runtime/ipc_memory.hpp"
 #include "runtime/kernels.hpp"
 #include "runtime/stream_registry.hpp"
 #include "streams/stream.hpp"
@@ -58,6 +59,10 @@ class Runtime {
   allocator::HostAllocator& hostAllocator() noexcept { return *hostAllocator_; }
   // The device whose memory ptr is, if any (address ranges first, then the allocators). Thread-safe.
   Device* deviceOfAddress(const void* ptr);
+  // The device whose driver number is driverDevice, or null.
+  Device* deviceOfDriver(int32_t driverDevice);
+  // IPC memory handles of this process (exports, deferred frees, imports).
+  IpcMemory& ipc() noexcept { return *ipc_; }
 
  private:
   Runtime();
@@ -69,6 +74,7 @@ class Runtime {
   std::unique_ptr<allocator::HostAllocator> hostAllocator_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<StreamRegistry> streams_;
+  std::unique_ptr<IpcMemory> ipc_;
   const int initPid_;  // the process that initialised the runtime (drain() skips forked children)
   Kernels kernels_;
   HandleTable<graph::GraphObject> graphs_{kTagGraph};

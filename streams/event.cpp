@@ -10,7 +10,11 @@ namespace mtia::streams {
 Event::Event(const driver::Driver& driver, int device, int32_t driverDevice, unsigned flags)
     : driver_(driver), device_(device), driverDevice_(driverDevice), flags_(flags) {}
 
-Event::~Event() { TimestampSlots::instance().release(stamp_, std::move(stream_), seq_); }
+Event::~Event() {
+  // An exported event dies now, even with records queued: importers' waits end with an error.
+  if (ipc_ && ipc_->exporter()) ipc_->close();
+  TimestampSlots::instance().release(stamp_, std::move(stream_), seq_);
+}
 
 bool Event::timing() const noexcept { return (flags_ & mtiaEventDisableTiming) == 0; }
 
@@ -22,6 +26,11 @@ void Event::checkDevice() const {
 }
 
 void Event::record(Stream& stream) {
+  IpcEventShare* share = ipc();
+  if (share != nullptr && !share->exporter()) [[unlikely]]
+    fail(mtiaErrorNotSupported,
+         "the event was opened from an IPC handle; only the exporting process records it (it may query, "
+         "synchronize and wait for it)");
   if (stream.device() != device_)
     fail(mtiaErrorInvalidHandle, "stream belongs to device {} but the event to device {}", stream.device(), device_);
   stream.checkDevice();
@@ -71,6 +80,21 @@ void Event::record(Stream& stream) {
     newStream = stream.shared_from_this();
   }
   if (oldStamp != nullptr) TimestampSlots::instance().release(oldStamp, std::move(oldStream), oldSeq);
+  if (share != nullptr) [[unlikely]]
+    share->publish(stream);
+}
+
+void Event::setIpc(std::shared_ptr<IpcEventShare> share) {
+  std::shared_ptr<Stream> pending;
+  {
+    std::lock_guard lock(mu_);
+    if (ipc_) return;
+    ipc_ = share;
+    ipcRaw_.store(share.get(), std::memory_order_release);
+    if (share->exporter()) pending = stream_;
+  }
+  // Conservative: the host function runs after everything queued on the stream by now.
+  if (pending) share->publish(*pending);
 }
 
 std::shared_ptr<const CaptureMark> Event::captureMark() const {
@@ -97,6 +121,8 @@ Event::Snapshot Event::snapshot() const {
 }
 
 bool Event::query() const {
+  if (const IpcEventShare* share = ipc(); share != nullptr && !share->exporter()) [[unlikely]]
+    return share->query();
   checkDevice();
   // The driver is asked outside the lock (a driver may block briefly); the snapshot's reference keeps the
   // stream alive should a concurrent re-record replace it.
@@ -105,6 +131,8 @@ bool Event::query() const {
 }
 
 void Event::synchronize() const {
+  if (const IpcEventShare* share = ipc(); share != nullptr && !share->exporter()) [[unlikely]]
+    return share->synchronize();
   const Snapshot s = snapshot();
   if (!s.stream) {
     checkDevice();
@@ -115,6 +143,8 @@ void Event::synchronize() const {
 
 void Event::enqueueWait(Stream& stream) const {
   stream.checkDevice();
+  if (const IpcEventShare* share = ipc(); share != nullptr && !share->exporter()) [[unlikely]]
+    return share->enqueueWait(stream);
   const Snapshot s = snapshot();
   if (!s.stream || s.seq == 0) return;  // never recorded, or recorded with nothing before it
   stream.waitFor(*s.stream, s.seq);

@@ -8,8 +8,10 @@
 #pragma once
 
 #include "runtime/core/spin_lock.hpp"
+#include "streams/ipc_event.hpp"
 #include "streams/stream.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -46,6 +48,14 @@ class Event {
   // Whether the event has an eager record (record() was called at least once).
   bool recorded() const;
 
+  // Shares the event with other processes (mtia_ipc.h), once: an exporter's records are published from
+  // then on (a record made before is published on its stream now); an imported event's query,
+  // synchronize and waits follow the exporter, and record() throws NotSupported. Thread-safe.
+  // Throws the driver's errors (publishing a pending record).
+  void setIpc(std::shared_ptr<IpcEventShare> share);
+  // The share, or null. Thread-safe, lock-free.
+  IpcEventShare* ipc() const noexcept { return ipcRaw_.load(std::memory_order_acquire); }
+
   // Milliseconds from start's record to end's, with CUDA's error rules (see mtiaEventElapsedTime).
   static float elapsedMs(const Event& start, const Event& end);
 
@@ -69,6 +79,8 @@ class Event {
   uint64_t seq_ = 0;
   uint64_t* stamp_ = nullptr;  // from TimestampSlots, timed records only
   std::shared_ptr<const CaptureMark> captureMark_;
+  std::shared_ptr<IpcEventShare> ipc_;  // set once, under mu_
+  std::atomic<IpcEventShare*> ipcRaw_{nullptr};
 };
 
 }  // namespace mtia::streams

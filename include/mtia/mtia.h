@@ -7,5 +7,6 @@
 #include "mtia_runtime.h"
 #include "mtia_graph.h"
 #include "mtia_memory_history.h"
+#include "mtia_ipc.h"
 
 #endif /* MTIA_H */

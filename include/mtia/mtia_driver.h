@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 3u
+#define MTIA_DRIVER_API_VERSION_MINOR 4u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -43,6 +43,14 @@ typedef struct mtiaDrvMem_st* mtiaDrvMem;       /* a physical allocation of one 
 typedef struct mtiaDrvModule_st* mtiaDrvModule; /* loaded kernels; NULL names the built-in module */
 typedef struct mtiaDrvKernel_st* mtiaDrvKernel; /* a kernel of a module */
 typedef struct mtiaDrvCommandList_st* mtiaDrvCommandList; /* validated commands run as one (since 1.2) */
+
+typedef struct mtiaDrvIpcEvent_st* mtiaDrvIpcEvent; /* an exported or opened IPC event (since 1.4) */
+
+/* Since 1.4: what a driver puts in an IPC handle; its bytes mean something to the driver only. */
+#define MTIA_DRIVER_IPC_DESCRIPTOR_BYTES 40u
+typedef struct mtiaDrvIpcDescriptor {
+  uint8_t bytes[MTIA_DRIVER_IPC_DESCRIPTOR_BYTES];
+} mtiaDrvIpcDescriptor;
 
 typedef struct mtiaDrvDeviceInfo {
   uint32_t structSize;
@@ -219,6 +227,45 @@ typedef struct mtiaDriverOps {
    * allocation and free, under the allocator's lock: must be cheap and must not call the runtime.
    * Errors are ignored by the runtime (mtiaErrorInvalidDevice, mtiaErrorNotSupported). */
   mtiaError_t (*memReportAllocated)(int32_t dev, uint64_t allocatedBytes);
+
+  /* ---- optional, since 1.4 (all or none): interprocess memory and events ---- */
+  /* Exports [offset, offset+size) of mem (granule multiples) to other processes of the same user and
+   * machine: *desc names it. Errors: mtiaErrorInvalidHandle (mem), mtiaErrorInvalidValue (range),
+   * mtiaErrorMemoryAllocation (the process's table of exports is full). */
+  mtiaError_t (*ipcMemExport)(mtiaDrvMem mem, uint64_t offset, uint64_t size, mtiaDrvIpcDescriptor* desc);
+  /* The exporter gives an export up: no new opens from now on. *openers receives how many live
+   * processes still have it open; the memory must stay allocated until a later call reports 0 (then the
+   * export is gone, and further calls return mtiaErrorInvalidValue). Never blocks. */
+  mtiaError_t (*ipcMemRevoke)(const mtiaDrvIpcDescriptor* desc, uint32_t* openers);
+  /* Maps an export of another process into this process's range of the same device: *va, *dev. A
+   * second open of the same export returns the same address (reference counted). Imported memory is
+   * not charged to the importer's capacity. flags: 0. Errors: mtiaErrorInvalidHandle (not a descriptor
+   * of this driver and machine, stale: freed or its exporter exited; the message says which),
+   * mtiaErrorNotPermitted (another user's), mtiaErrorInvalidValue (exported by this process),
+   * mtiaErrorMemoryAllocation (no addresses, or the table of imports is full), mtiaErrorNotSupported
+   * (the exporter's memory cannot be reached, e.g. /proc refused). */
+  mtiaError_t (*ipcMemOpen)(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** va, int32_t* dev);
+  /* Drops one open of the mapping at va; the last one unmaps it. Errors: mtiaErrorInvalidValue (va is
+   * not an open import). */
+  mtiaError_t (*ipcMemClose)(void* va);
+  /* An interprocess event on dev: *desc names it for other processes. Errors: mtiaErrorInvalidDevice,
+   * mtiaErrorMemoryAllocation (table full). */
+  mtiaError_t (*ipcEventExport)(int32_t dev, mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEvent* event);
+  /* Opens another process's event. Errors: those of ipcMemOpen about descriptors. */
+  mtiaError_t (*ipcEventOpen)(const mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEvent* event, int32_t* dev);
+  /* Exporter: marks the event destroyed (importers' waits fail) and frees it; importer: frees the
+   * handle. Never blocks. */
+  mtiaError_t (*ipcEventClose)(mtiaDrvIpcEvent event);
+  /* Exporter only: a new record; *ticket receives its number (1, 2, ...). Never blocks. */
+  mtiaError_t (*ipcEventRecord)(mtiaDrvIpcEvent event, uint64_t* ticket);
+  /* Exporter only: record ticket's work completed (wakes the waiters). Never blocks. */
+  mtiaError_t (*ipcEventComplete)(mtiaDrvIpcEvent event, uint64_t ticket);
+  /* The latest record's ticket (0: never recorded). Never blocks. */
+  mtiaError_t (*ipcEventLatest)(mtiaDrvIpcEvent event, uint64_t* ticket);
+  /* Waits until record ticket completed: mtiaSuccess; timeoutNs 0 polls (mtiaErrorNotReady when not
+   * yet), UINT64_MAX waits for ever. Errors: mtiaErrorInvalidHandle (the exporter destroyed the event
+   * or exited: the wait ends instead of hanging). */
+  mtiaError_t (*ipcEventWait)(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeoutNs);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

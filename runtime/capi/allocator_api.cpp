@@ -61,6 +61,7 @@ extern "C" {
 MTIA_API mtiaError_t mtiaEmptyCache(void) {
   return apiCall("mtiaEmptyCache", [&] {
     Runtime& rt = Runtime::instance();
+    rt.ipc().collect();
     // Every device is emptied even when one of them fails; the first failure is reported.
     std::optional<mtia::Error> first;
     for (int i = 0; i < rt.deviceCount(); ++i) {

@@ -108,6 +108,7 @@ MTIA_API mtiaError_t mtiaMemGetInfo(size_t* free, size_t* total) {
     requireNonNull(total, "total");
     Runtime& rt = Runtime::instance();
     mtia::Device& dev = rt.currentDevice();
+    rt.ipc().collect();
     uint64_t f = 0, t = 0;
     rt.driver().check(rt.driver().ops().memGetInfo(dev.driverDevice(), &f, &t), "reading device memory");
     *free = static_cast<size_t>(f);

@@ -37,6 +37,7 @@ MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
       return;
     }
     dev.checkHealthy();
+    rt.ipc().collect();
     auto stream = rt.borrowStream(nullptr);
     *ptr = dev.memory().allocate(size, *stream);
   });
@@ -54,6 +55,7 @@ MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t strea
       return;
     }
     dev.checkHealthy();
+    rt.ipc().collect();
     *ptr = dev.memory().allocate(size, *s);
   });
 }
@@ -74,7 +76,12 @@ mtia::allocator::DeviceAllocator& allocatorOf(Runtime& rt, const void* ptr) {
 MTIA_API mtiaError_t mtiaFree(void* ptr) {
   return apiCall("mtiaFree", [&] {
     if (ptr == nullptr) return;
-    allocatorOf(Runtime::instance(), ptr).free(ptr);
+    Runtime& rt = Runtime::instance();
+    mtia::allocator::DeviceAllocator& alloc = allocatorOf(rt, ptr);
+    rt.ipc().collect();
+    // An exported allocation that other processes still have open is freed once they closed it.
+    if (rt.ipc().interceptFree(alloc, ptr)) return;
+    alloc.free(ptr);
   });
 }
 

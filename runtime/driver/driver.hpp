@@ -25,6 +25,9 @@ class Driver {
   // Whether the driver runs command lists (driver ABI 1.2: ops().commandListCreate and
   // commandListDestroy are set, and queueSubmit takes mtiaDrvCmdList commands).
   bool supportsCommandLists() const noexcept { return ops_.commandListCreate != nullptr; }
+  // Whether the driver shares memory and events between processes (driver ABI 1.4: the ipc* entries
+  // are set; the loader makes sure it is all or none).
+  bool supportsIpc() const noexcept { return ops_.ipcMemExport != nullptr; }
 
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.

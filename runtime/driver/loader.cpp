@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace mtia::driver {
@@ -109,6 +110,18 @@ void validateOps(mtiaDriverOps& ops, const std::string& source) {
     fail(mtiaErrorInitializationError, "driver {} sets '{}' but not '{}' (driver ABI 1.2: both or neither)", source,
          ops.commandListCreate ? "commandListCreate" : "commandListDestroy",
          ops.commandListCreate ? "commandListDestroy" : "commandListCreate");
+  // The IPC entries (driver ABI 1.4) stay NULL when absent (Driver::supportsIpc); all or none.
+  const void* ipc[] = {reinterpret_cast<const void*>(ops.ipcMemExport),   reinterpret_cast<const void*>(ops.ipcMemRevoke),
+                       reinterpret_cast<const void*>(ops.ipcMemOpen),     reinterpret_cast<const void*>(ops.ipcMemClose),
+                       reinterpret_cast<const void*>(ops.ipcEventExport), reinterpret_cast<const void*>(ops.ipcEventOpen),
+                       reinterpret_cast<const void*>(ops.ipcEventClose),  reinterpret_cast<const void*>(ops.ipcEventRecord),
+                       reinterpret_cast<const void*>(ops.ipcEventComplete), reinterpret_cast<const void*>(ops.ipcEventLatest),
+                       reinterpret_cast<const void*>(ops.ipcEventWait)};
+  size_t ipcSet = 0;
+  for (const void* p : ipc) ipcSet += p != nullptr ? 1 : 0;
+  if (ipcSet != 0 && ipcSet != std::size(ipc))
+    fail(mtiaErrorInitializationError,
+         "driver {} sets {} of the {} IPC entries (driver ABI 1.4: all or none)", source, ipcSet, std::size(ipc));
 }
 
 std::unique_ptr<Driver> loadDriver(const std::string& spec, std::span<const BuiltinDriver> builtins,

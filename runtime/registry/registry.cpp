@@ -35,6 +35,7 @@ void clearCounters(Slot& slot) {
   }
   slot.request.store(0, std::memory_order_relaxed);
   slot.ack.store(0, std::memory_order_relaxed);
+  clearIpcTables(slot);
 }
 
 }  // namespace

@@ -52,6 +52,28 @@ struct ProcessRecord {
   std::vector<DeviceFigures> devices;  // deviceCount() entries
 };
 
+// Names an export (or an exported event) of some process: what an IPC handle carries.
+struct IpcRef {
+  uint32_t slot = 0;
+  uint32_t index = 0;
+  uint64_t registration = 0;  // the exporter slot's registeredNs: tells its registrations apart
+  uint64_t generation = 0;    // of the record: tells its reuses apart
+};
+
+// Where exported device memory lies.
+struct ExportInfo {
+  uint32_t device = 0;
+  uint64_t fileOffset = 0;
+  uint64_t size = 0;
+  uint64_t fileDev = 0;
+  uint64_t fileIno = 0;
+  int32_t fd = -1;
+  uint32_t pid = 0;  // the exporter's (filled by findExport)
+};
+
+// Zeroes a slot's IPC tables (a new registration).
+void clearIpcTables(Slot& slot);
+
 class Registry {
  public:
   struct Options {
@@ -113,6 +135,33 @@ class Registry {
   Status postRequest(uint32_t slot, uint64_t request);
   uint64_t acknowledged(uint32_t slot) const;
 
+  // --- IPC records (registry_ipc.cpp; reference/smi-topology-ipc.md 6.3). Lock-free: each process
+  // writes only its own slot, importer and exporter meet through sequentially consistent accesses.
+  // Publishes an export of this process. Errors: TableFull, SlotsExhausted, Timeout.
+  Status publishExport(const ExportInfo& info, IpcRef& out);
+  // Makes the export stale for new opens and counts live processes that have it open (*openers);
+  // with none the record is freed. Call again until it reports 0. Errors: InvalidArgument (no such
+  // export of this process).
+  Status revokeExport(const IpcRef& ref, uint32_t& openers);
+  // What ref names, for an importer. Errors: SelfImport, Stale (the message says why),
+  // InvalidArgument (indices out of range).
+  Status findExport(const IpcRef& ref, ExportInfo& out);
+  // Records one more open of ref in this process's slot (*opens: now), then checks that ref is still
+  // live (an exporter revoking meanwhile sees the record or the importer sees the revocation).
+  // Errors: those of findExport, TableFull.
+  Status addImport(const IpcRef& ref, uint32_t& importIndex, uint32_t& opens);
+  // One open fewer; returns the opens left (0: the record is free).
+  uint32_t dropImport(uint32_t importIndex);
+  // An event record of this process for an interprocess event. Errors: TableFull, SlotsExhausted.
+  Status publishEvent(uint32_t device, IpcRef& out, EventRecord*& record);
+  // The shared record of another process's event (*pid: its exporter's). Errors: SelfImport, Stale,
+  // InvalidArgument.
+  Status findEvent(const IpcRef& ref, EventRecord*& record, uint32_t* pid = nullptr);
+  // Whether the event is still live: its exporter alive and the record not destroyed.
+  bool eventAlive(const IpcRef& ref) const;
+  // The exporter destroys its event: importers' waits end with an error.
+  void killEvent(const IpcRef& ref);
+
   // How often this process repaired the admission mutex of a dead owner.
   uint64_t admissionRecoveries() const { return recoveries_.load(std::memory_order_relaxed); }
 
@@ -123,6 +172,9 @@ class Registry {
   uint64_t usedLocked(uint32_t device) const;
   bool alive(uint32_t slot) const;
   Slot& slotAt(uint32_t index) const { return object_.slots[index]; }
+  // Whether ref's exporter slot is alive with the same registration; the message says why not.
+  Status exporterLive(const IpcRef& ref, uint32_t& pid) const;
+  uint64_t nextGeneration() { return ipcGeneration_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
   std::string name_;
   bool readOnly_ = false;
@@ -136,6 +188,8 @@ class Registry {
   mutable std::atomic<uint64_t> forkGeneration_{0};
   mutable std::atomic<int32_t> slot_{-1};
   mutable std::atomic<uint64_t> recoveries_{0};
+  std::atomic<uint64_t> ipcGeneration_{0};
+  std::mutex ipcMu_;  // this process's writers of its IPC tables
 };
 
 }  // namespace mtia::registry

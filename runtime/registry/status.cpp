@@ -14,6 +14,9 @@ const char* codeName(Code code) {
     case Code::OutOfCapacity: return "out of capacity";
     case Code::Timeout: return "timeout";
     case Code::System: return "system error";
+    case Code::Stale: return "stale";
+    case Code::SelfImport: return "exported by this process";
+    case Code::TableFull: return "IPC table full";
   }
   return "unknown";
 }

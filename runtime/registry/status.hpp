@@ -18,6 +18,9 @@ enum class Code {
   OutOfCapacity,    // the reservation does not fit next to what live processes hold
   Timeout,          // a lock stayed held by a live process past the deadline
   System,           // any other failed system call
+  Stale,            // an IPC reference whose export was freed or whose exporter died
+  SelfImport,       // an IPC reference exported by this very process
+  TableFull,        // the slot's IPC table has no free record
 };
 
 struct Status {

@@ -7,6 +7,7 @@
 #include "device.hpp"
 #include "faults.hpp"
 #include "handles.hpp"
+#include "ipc.hpp"
 #include "machine_registry.hpp"
 
 #include <mtia/mtia_types.h>
@@ -37,6 +38,7 @@ class Machine {
   FaultInjector& faults() { return faults_; }
   MachineRegistry& registry() { return registry_; }
   Handles& handles() { return handles_; }
+  IpcState& ipc() { return ipc_; }
 
  private:
   explicit Machine(Config config);
@@ -48,6 +50,7 @@ class Machine {
   MachineRegistry registry_;  // before the devices, whose memory charges it
   std::vector<std::unique_ptr<Device>> devices_;
   Handles handles_;
+  IpcState ipc_;
 };
 
 }  // namespace mtia::sim

@@ -9,6 +9,8 @@
 #include "capacity.hpp"
 #include "range_allocator.hpp"
 
+#include "runtime/registry/registry.hpp"
+
 #include <mtia/mtia_types.h>
 
 #include <atomic>
@@ -59,6 +61,17 @@ class DeviceMemory {
   // shared lock only, so kernels on every engine can ask at once.
   bool isMapped(const void* p, uint64_t bytes) const;
 
+  // --- IPC (memory_ipc.cpp)
+  // Where [offset, +size) of mem lies in the device's memory file, for an export (info's file fields
+  // and device). Errors: mtiaErrorInvalidValue (range not granular or beyond mem).
+  mtiaError_t exportRange(const PhysicalMemory& mem, uint64_t offset, uint64_t size, registry::ExportInfo& info);
+  // Maps [fileOffset, +size) of fd (another process's memory file of this device) at new addresses of
+  // this device's range, as device memory of this device. Not charged to capacity: the exporter holds
+  // it. Errors: mtiaErrorMemoryAllocation (no addresses, mmap failed).
+  mtiaError_t mapImport(int fd, uint64_t fileOffset, uint64_t size, void** va);
+  // Undoes mapImport. Errors: mtiaErrorInvalidValue (va is not an import).
+  mtiaError_t unmapImport(void* va);
+
  private:
   struct Mapping {
     uint64_t size;
@@ -82,6 +95,7 @@ class DeviceMemory {
 
   mutable std::shared_mutex mappingsMu_;  // taken after mu_ by writers
   std::map<uintptr_t, Mapping> mappings_;
+  std::map<uintptr_t, std::unique_ptr<PhysicalMemory>> imports_;  // mapImport ranges by address; under mu_
 };
 
 }  // namespace mtia::sim

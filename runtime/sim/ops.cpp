@@ -43,6 +43,17 @@ constexpr mtiaDriverOps kOps = {
     .commandListCreate = ops::commandListCreate,
     .commandListDestroy = ops::commandListDestroy,
     .memReportAllocated = ops::memReportAllocated,
+    .ipcMemExport = ops::ipcMemExport,
+    .ipcMemRevoke = ops::ipcMemRevoke,
+    .ipcMemOpen = ops::ipcMemOpen,
+    .ipcMemClose = ops::ipcMemClose,
+    .ipcEventExport = ops::ipcEventExport,
+    .ipcEventOpen = ops::ipcEventOpen,
+    .ipcEventClose = ops::ipcEventClose,
+    .ipcEventRecord = ops::ipcEventRecord,
+    .ipcEventComplete = ops::ipcEventComplete,
+    .ipcEventLatest = ops::ipcEventLatest,
+    .ipcEventWait = ops::ipcEventWait,
 };
 
 }  // namespace

@@ -28,6 +28,15 @@ static void good(void) {
   CHECK_OK(mtiaMemcpy(out, d, sizeof out, mtiaMemcpyDeviceToHost));
   CHECK_TRUE(out[9] == 7 && out[10] == 10 && out[99] == 99);
   CHECK_OK(mtiaDeviceSynchronize());
+  {
+    /* A driver older than 1.4 shares nothing between processes. */
+    mtiaIpcMemHandle_t h;
+    void* opened = NULL;
+    memset(&h, 0, sizeof h);
+    CHECK_STATUS(mtiaErrorNotSupported, mtiaIpcGetMemHandle(&h, d));
+    CHECK_MESSAGE("driver ABI 1.4");
+    CHECK_STATUS(mtiaErrorNotSupported, mtiaIpcOpenMemHandle(&opened, h, 0));
+  }
   CHECK_OK(mtiaFree(d));
   /* Streams and events over a driver without queueGetCounts: the runtime counts submissions itself. */
   {

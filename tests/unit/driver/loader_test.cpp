@@ -154,6 +154,24 @@ TEST(DriverLoader, CommandListsStayAbsentForOlderTables) {
   EXPECT_TRUE(driver.validatesLaunches());
 }
 
+TEST(DriverLoader, IpcEntriesComeAllOrNoneAndStayAbsentFor13Tables) {
+  mtiaDriverOps o = completeOps();
+  validateOps(o, "test");
+  EXPECT_FALSE(mtia::driver::Driver(o, "test").supportsIpc());
+  mtiaDriverOps half = completeOps();
+  half.ipcMemExport = [](mtiaDrvMem, uint64_t, uint64_t, mtiaDrvIpcDescriptor*) { return mtiaSuccess; };
+  const std::string m = initErrorOf([&] { validateOps(half, "half.so"); });
+  EXPECT_NE(m.find("1 of the 11 IPC entries"), std::string::npos) << m;
+  // A 1.3 table ends before them: whatever lies past its end is not the driver's.
+  mtiaDriverOps old = completeOps();
+  old.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 3);
+  old.structSize = offsetof(mtiaDriverOps, ipcMemExport);
+  old.ipcMemExport = half.ipcMemExport;
+  validateOps(old, "old.so");
+  EXPECT_EQ(old.ipcMemExport, nullptr);
+  EXPECT_FALSE(mtia::driver::Driver(old, "old.so").supportsIpc());
+}
+
 TEST(DriverLoader, BuiltinStyleTableOf12Loads) {
   // A getter that fills the whole 1.2 table, pair included, as the simulated device does.
   const BuiltinDriver builtins[] = {{"lists", [](uint32_t v, mtiaDriverOps* ops) {

@@ -125,7 +125,9 @@ class SimListModule : public SimList {
 
 TEST(SimListTable, DriverReports12WithBothEntries) {
   const mtiaDriverOps& d = table();
-  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 3u));  // 1.3: memReportAllocated
+  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 4u));  // 1.3: memReportAllocated, 1.4: IPC
+  EXPECT_NE(d.ipcMemExport, nullptr);
+  EXPECT_NE(d.ipcEventWait, nullptr);
   EXPECT_EQ(d.structSize, sizeof(mtiaDriverOps));
   EXPECT_NE(d.memReportAllocated, nullptr);
   EXPECT_NE(d.commandListCreate, nullptr);

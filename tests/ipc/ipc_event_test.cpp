@@ -1,0 +1,231 @@
+// IPC event handles between processes (mtia_ipc.h): ordering an importer's
+// reads after the exporter's work, query and synchronize of an imported
+// event, refused records, and waits that end with an error instead of hanging
+// when the exporter destroys the event or is killed. Runs as test ipc.
+#include "ipc_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace mtia::ipc::test {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+struct Handles {
+  mtiaIpcMemHandle_t mem;
+  mtiaIpcEventHandle_t event;
+};
+
+// A host function that blocks its stream until the pipe it reads from says go (or its writer dies).
+void blockUntilSaid(void* userData) {
+  char go = 0;
+  (void)static_cast<Channel*>(userData)->receive(go, 30000);
+}
+
+TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
+  Channel toImporter, toExporter, release;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    const size_t size = 64 * kMiB;
+    void* p = nullptr;
+    IPC_CHECK(mtiaMalloc(&p, size) == mtiaSuccess);
+    IPC_CHECK(mtiaMemset(p, 0, size) == mtiaSuccess);
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK_ERROR(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess), mtiaErrorInvalidValue, "DisableTiming");
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaEvent_t local = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&local, mtiaEventDisableTiming) == mtiaSuccess);
+    Handles h;
+    IPC_CHECK_ERROR(mtiaIpcGetEventHandle(&h.event, local), mtiaErrorInvalidValue, "mtiaEventInterprocess");
+    IPC_CHECK(mtiaIpcGetMemHandle(&h.mem, p) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcGetEventHandle(&h.event, e) == mtiaSuccess);
+    mtiaEvent_t self = nullptr;
+    IPC_CHECK_ERROR(mtiaIpcOpenEventHandle(&self, h.event), mtiaErrorInvalidValue, "exported by this process");
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    // The stream is held until the importer has queued its wait: the record cannot be complete before.
+    IPC_CHECK(mtiaLaunchHostFunc(s, blockUntilSaid, &release) == mtiaSuccess);
+    IPC_CHECK(mtiaMemsetAsync(p, 0x5A, size, s) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, s) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char done = 0;
+    IPC_CHECK(toExporter.receive(done));
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(local) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    IPC_CHECK(mtiaFree(p) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  Channel toParent;
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    const size_t size = 64 * kMiB;
+    Handles h;
+    IPC_CHECK(toImporter.receive(h));
+    void* p = nullptr;
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenMemHandle(&p, h.mem, 0) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h.event) == mtiaSuccess);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaErrorNotReady);  // the exporter's stream is held
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);
+    const char queued = 1;
+    IPC_CHECK(toParent.send(queued));  // the parent lets the exporter's stream go
+    std::vector<unsigned char> host(size, 0);
+    IPC_CHECK(mtiaMemcpyAsync(host.data(), p, size, mtiaMemcpyDeviceToHost, s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    size_t wrong = 0;
+    for (unsigned char c : host) wrong += c != 0x5A;
+    IPC_CHECK(wrong == 0);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventSynchronize(e) == mtiaSuccess);
+    mtiaStream_t other = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&other) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaEventRecord(e, other), mtiaErrorNotSupported, "only the exporting process records");
+    mtiaIpcEventHandle_t again;
+    IPC_CHECK_ERROR(mtiaIpcGetEventHandle(&again, e), mtiaErrorInvalidValue, "opened from an IPC handle");
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(other) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcCloseMemHandle(p) == mtiaSuccess);
+    const char done = 1;
+    IPC_CHECK(toExporter.send(done));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  char queued = 0;
+  ASSERT_TRUE(toParent.receive(queued));
+  const char go = 1;
+  ASSERT_TRUE(release.send(go));
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
+// Waits see the latest record as of the call: a stream that waits for the exporter's record on a held
+// stream keeps waiting when a later record on another stream completes, while a query after that later
+// record sees it complete.
+TEST(IpcEvent, ALaterRecordDoesNotReleaseWaitsForAnEarlierOne) {
+  Channel toImporter, toExporter, toParent, release;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t held = nullptr, free = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&held) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamCreate(&free) == mtiaSuccess);
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h, e) == mtiaSuccess);
+    IPC_CHECK(mtiaLaunchHostFunc(held, blockUntilSaid, &release) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, held) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char step = 0;
+    IPC_CHECK(toExporter.receive(step));  // the importer waits for the first record
+    IPC_CHECK(mtiaEventRecord(e, free) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamSynchronize(free) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(step));
+    IPC_CHECK(toExporter.receive(step));
+    IPC_CHECK(mtiaStreamSynchronize(held) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);
+    char step = 1;
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(toImporter.receive(step));  // the second record completed
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventSynchronize(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamQuery(s) == mtiaErrorNotReady);  // still waiting for the first record
+    IPC_CHECK(toParent.send(step));                      // the parent lets the held stream go
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  char step = 0;
+  ASSERT_TRUE(toParent.receive(step));
+  const char go = 1;
+  ASSERT_TRUE(release.send(go));
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
+// The exporter records on a held stream and then destroys the event (or is killed): the importer's
+// synchronize and stream wait end, with an error, instead of hanging.
+void destroyedOrKilled(bool kill) {
+  Channel toImporter, toExporter, toParent, release;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaLaunchHostFunc(s, blockUntilSaid, &release) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, s) == mtiaSuccess);
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h, e) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char opened = 0;
+    IPC_CHECK(toExporter.receive(opened));
+    if (kill) pause();  // until killed
+    // Destroyed with its record still queued behind the held host function.
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h) == mtiaSuccess);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaErrorNotReady);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);
+    const char opened = 1;
+    IPC_CHECK(toExporter.send(opened));
+    IPC_CHECK(toParent.send(opened));
+    const mtiaError_t st = mtiaEventSynchronize(e);
+    IPC_CHECK(st == mtiaErrorInvalidHandle);
+    IPC_CHECK(std::strstr(mtiaGetLastErrorMessage(), "destroyed by its exporting process") != nullptr);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaErrorInvalidHandle);
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);  // the stream's wait ended too
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  char opened = 0;
+  ASSERT_TRUE(toParent.receive(opened));
+  if (kill) killChild(exporter);
+  EXPECT_EQ(waitChild(importer), 0);
+  if (!kill) {
+    const char go = 1;
+    ASSERT_TRUE(release.send(go));
+    EXPECT_EQ(waitChild(exporter), 0);
+  }
+}
+
+TEST(IpcEvent, WaitsEndWhenTheExporterDestroysTheEvent) { destroyedOrKilled(false); }
+
+TEST(IpcEvent, WaitsEndWhenTheExporterIsKilled) { destroyedOrKilled(true); }
+
+}  // namespace
+}  // namespace mtia::ipc::test
