@@ -63,8 +63,9 @@ MTIA_API mtiaError_t mtiaIpcGetMemHandle(mtiaIpcMemHandle_t* handle, void* devPt
  * Errors: mtiaErrorInvalidValue (devPtr NULL, unknown flag bits, or the handle was exported by this very
  * process: open it in another one), mtiaErrorInvalidHandle (not a handle: bad magic, version or kind;
  * another simulated machine's; stale: the allocation was freed or the exporter exited; the message says
- * which), mtiaErrorNotPermitted (another user's handle), mtiaErrorNotSupported (the driver shares no
- * memory, or the exporter's memory cannot be reached), mtiaErrorMemoryAllocation (no address range, or
+ * which), mtiaErrorNotPermitted (another user's handle), mtiaErrorInvalidDevice (the exporter's device is
+ * hidden here by MTIA_VISIBLE_DEVICES), mtiaErrorNotSupported (the driver shares no memory, or the
+ * exporter's memory cannot be reached), mtiaErrorMemoryAllocation (no address range, or
  * the process already has the most imports open: 64), mtiaErrorStreamCaptureUnsupported. */
 MTIA_API mtiaError_t mtiaIpcOpenMemHandle(void** devPtr, mtiaIpcMemHandle_t handle, unsigned int flags);
 

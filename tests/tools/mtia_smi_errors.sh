@@ -3,9 +3,11 @@
 # lacks or a broken configuration gives its own code (permission and registry-unavailable: see
 # mtia_smi_processes.sh, which has a registry to spoil); every failure prints a message on stderr and
 # nothing on stdout.
-# Usage: mtia_smi_errors.sh MTIA_SMI
+# Usage: mtia_smi_errors.sh MTIA_SMI REGISTRY_LAYOUT_HPP (the registry's layout version names its objects)
 set -euo pipefail
 smi=$1
+layout=$(sed -n 's/.*kLayoutVersion = \([0-9]*\);.*/\1/p' "$2")
+[[ -n $layout ]] || { echo "FAIL: no kLayoutVersion in $2" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -40,7 +42,7 @@ MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
 # --all-machines skips (and reports on stderr) an object that only looks like one of ours: here one
 # planted under our name by another user (/dev/shm is world-writable). Needs root to plant it.
 if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null; then
-  planted=/dev/shm/mtia_registry.v1.u0.test-planted-by-nobody.$$
+  planted=/dev/shm/mtia_registry.v$layout.u0.test-planted-by-nobody.$$
   trap 'rm -rf "$work" "$planted" "$planted.lock"' EXIT
   install -m 600 /dev/null "$planted.lock"
   install -o nobody -m 600 /dev/null "$planted"

@@ -4,7 +4,9 @@
 
 #include <mtia/mtia_runtime.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 namespace mtia::smi {
 
@@ -14,7 +16,13 @@ std::vector<MachineReading> readAllMachines() {
   check(mtiamlMachineGetCount(&count), "mtiamlMachineGetCount");
   for (uint32_t i = 0; i < count; ++i) {
     char description[512];
-    const mtiaError_t err = mtiamlMachineGetDescription(i, description, sizeof description);
+    mtiaError_t err = mtiamlMachineGetDescription(i, description, sizeof description);
+    // A registry that another process is creating right now reads as unavailable for a few
+    // microseconds: look again before calling it broken.
+    for (int retry = 0; retry < 5 && err == mtiaErrorInitializationError; ++retry) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      err = mtiamlMachineGetDescription(i, description, sizeof description);
+    }
     if (err == mtiaErrorNotFound) continue;  // its registry was removed since the listing
     // Another user's object under our name, or one half-created or of another layout: the other
     // machines are still worth showing, so this one is only reported.
