@@ -5,6 +5,7 @@
 #include "cpu_relax.hpp"
 #include "device.hpp"
 #include "engine.hpp"
+#include "machine.hpp"
 #include "topology.hpp"
 
 #include <pthread.h>
@@ -165,9 +166,29 @@ bool Scheduler::linger(const Queue& queue) const {
   }
 }
 
+namespace {
+
+// Engine time spent on this process's commands, added to its registry slot once per batch (one relaxed
+// add; nothing before the process registered, when it holds no device memory and smi cannot show it).
+class BusyTime {
+ public:
+  explicit BusyTime(Device& device) : device_(device) {}
+  ~BusyTime() {
+    if (ns_ != 0) device_.machine().registry().addBusy(device_.index(), ns_);
+  }
+  void add(uint64_t ns) { ns_ += ns; }
+
+ private:
+  Device& device_;
+  uint64_t ns_ = 0;
+};
+
+}  // namespace
+
 void Scheduler::run(std::shared_ptr<Queue> queue) {
   tCurrentQueue = queue.get();
   int done = 0;
+  BusyTime busy(device_);
   for (;;) {
     Command* command = nullptr;
     const Queue::Next next = queue->next(command);
@@ -177,7 +198,9 @@ void Scheduler::run(std::shared_ptr<Queue> queue) {
       if (queue->release()) break;
       continue;
     }
+    const uint64_t start = monotonicNs();
     execute(device_, *queue, *command);
+    busy.add(monotonicNs() - start);
     const uint64_t seq = command->seq;
     queue->retire();  // drops its references (module, wait target) before anyone sees it complete
     queue->complete(seq);
