@@ -175,7 +175,7 @@ MTIA_API mtiaError_t mtiamlMachineCleanup(uint32_t index, mtiamlCleanupInfo* inf
  * Blocks up to timeoutMs for the answer, polling. Errors: mtiaErrorInvalidValue (path NULL or empty,
  * pid 0, or path cannot be written: the message names it), mtiaErrorNotFound (no such process uses a
  * machine of this user, or it exited before answering), mtiaErrorNotPermitted (the process belongs to
- * another user), mtiaErrorNotReady (no answer within timeoutMs), mtiaErrorNotSupported (its runtime
+ * another user), mtiaErrorNotReady (no answer within timeoutMs; a status: no message is recorded), mtiaErrorNotSupported (its runtime
  * cannot write snapshots), mtiaErrorUnknown (it failed to write the snapshot). */
 MTIA_API mtiaError_t mtiamlProcessDumpSnapshot(uint32_t pid, const char* path, uint32_t timeoutMs);
 

@@ -14,7 +14,12 @@ std::string runSnapshot(int64_t pid, const std::string& file, double timeoutSeco
   if (!(timeoutSeconds > 0) || timeoutSeconds > 3600)
     throw SmiError(kExitBadArguments, "mem snapshot --timeout: give 0 < SEC <= 3600");
   const auto timeoutMs = static_cast<uint32_t>(std::ceil(timeoutSeconds * 1000));
-  check(mtiamlProcessDumpSnapshot(static_cast<uint32_t>(pid), file.c_str(), timeoutMs), "mem snapshot");
+  const mtiaError_t err = mtiamlProcessDumpSnapshot(static_cast<uint32_t>(pid), file.c_str(), timeoutMs);
+  // NotReady is a status and carries no message of the library's.
+  if (err == mtiaErrorNotReady)
+    throw SmiError(kExitInternal, "mem snapshot: process " + std::to_string(pid) + " did not answer within " +
+                                      std::to_string(timeoutSeconds) + " s (stopped, or its runtime is stuck)");
+  check(err, "mem snapshot");
   return "Memory snapshot of process " + std::to_string(pid) + " written to " + file + "\n";
 }
 
