@@ -168,18 +168,35 @@ bool Scheduler::linger(const Queue& queue) const {
 
 namespace {
 
-// Engine time spent on this process's commands, added to its registry slot once per batch (one relaxed
-// add; nothing before the process registered, when it holds no device memory and smi cannot show it).
+// Engine time spent on this process's commands, added to its registry slot once per run() (one relaxed
+// add). Timed per stretch of back-to-back commands, not per command: two clock reads per batch, none
+// while the engine lingers for more work, and none at all before the process registered (it holds no
+// device memory then, and nothing could show the figure).
 class BusyTime {
  public:
-  explicit BusyTime(Device& device) : device_(device) {}
+  explicit BusyTime(Device& device) : device_(device), on_(device.machine().registry().isOpen()) {}
   ~BusyTime() {
+    pause();
     if (ns_ != 0) device_.machine().registry().addBusy(device_.index(), ns_);
   }
-  void add(uint64_t ns) { ns_ += ns; }
+  void resume() {
+    if (on_ && !running_) {
+      start_ = monotonicNs();
+      running_ = true;
+    }
+  }
+  void pause() {
+    if (running_) {
+      ns_ += monotonicNs() - start_;
+      running_ = false;
+    }
+  }
 
  private:
   Device& device_;
+  const bool on_;
+  bool running_ = false;
+  uint64_t start_ = 0;
   uint64_t ns_ = 0;
 };
 
@@ -194,13 +211,13 @@ void Scheduler::run(std::shared_ptr<Queue> queue) {
     const Queue::Next next = queue->next(command);
     if (next == Queue::Next::Blocked) break;
     if (next == Queue::Next::Empty) {
+      busy.pause();
       if (linger(*queue)) continue;
       if (queue->release()) break;
       continue;
     }
-    const uint64_t start = monotonicNs();
+    busy.resume();
     execute(device_, *queue, *command);
-    busy.add(monotonicNs() - start);
     const uint64_t seq = command->seq;
     queue->retire();  // drops its references (module, wait target) before anyone sees it complete
     queue->complete(seq);
