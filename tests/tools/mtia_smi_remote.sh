@@ -59,7 +59,7 @@ util1=$(sed -n 2p "$work/util.csv" | cut -d, -f2 | tr -d ' ')
 [[ $util0 == 0 ]] || fail "idle device shows utilisation: $(cat "$work/util.csv")"
 ((util1 > 0 && util1 <= 100)) || fail "busy device shows no utilisation: $(cat "$work/util.csv")"
 # A loop's later samples cover the time since the previous one: still busy.
-run util_loop.csv --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 0.2 -c 2
+run util_loop.csv --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 0.5 -c 2
 second=$(sed -n 4p "$work/util_loop.csv" | tr -d ' ')
 ((second > 0)) || fail "busy device idle in the second sample: $(cat "$work/util_loop.csv")"
 run util.json --json
