@@ -4,6 +4,7 @@
 
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,11 +19,28 @@ bool RequestWatcher::start(Slot& slot, uint32_t slotIndex) {
   index_ = slotIndex;
   stopping_.store(false, std::memory_order_relaxed);
   // The new thread inherits the creator's mask: block everything around the create.
+  // A stack of our own, mapped anew for each thread: a forked child still maps its parent's watcher
+  // stack, and a cached one reused there would give the new thread the dead one's pthread_t (which
+  // ThreadSanitizer, still tracking the parent's thread, rejects as a duplicate).
+  stack_ = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                  -1, 0);
+  if (stack_ == MAP_FAILED) {
+    stack_ = nullptr;
+    return false;
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack_, kStackBytes);
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  running_ = pthread_create(&thread_, nullptr, &RequestWatcher::main, this) == 0;
+  running_ = pthread_create(&thread_, &attr, &RequestWatcher::main, this) == 0;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_attr_destroy(&attr);
+  if (!running_) {
+    ::munmap(stack_, kStackBytes);
+    stack_ = nullptr;
+  }
   if (running_) pthread_setname_np(thread_, "mtia-requests");
   return running_;
 }
@@ -35,6 +53,8 @@ void RequestWatcher::stop() {
   wakeRequestWord(slot_->request);
   pthread_join(thread_, nullptr);
   running_ = false;
+  ::munmap(stack_, kStackBytes);
+  stack_ = nullptr;
 }
 
 void* RequestWatcher::main(void* self) {

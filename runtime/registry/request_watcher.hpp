@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace mtia::registry {
@@ -32,14 +33,20 @@ class RequestWatcher {
   bool start(Slot& slot, uint32_t slotIndex);
   // Ends and joins the thread; the slot's request word is left holding the Stop request.
   void stop();
-  // In a forked child: the parent's thread does not exist here; drop it without joining.
-  void forget() { running_ = false; }
+  // In a forked child: the parent's thread does not exist here; drop it without joining (its stack,
+  // a copy of the parent's, stays mapped: unmapping it would not be wrong, but it is small).
+  void forget() {
+    running_ = false;
+    stack_ = nullptr;
+  }
 
  private:
   static void* main(void* self);
   void serve(uint64_t request);
 
+  static constexpr size_t kStackBytes = size_t{2} << 20;  // reserved, touched only as used (snapshot writing)
   pthread_t thread_{};
+  void* stack_ = nullptr;
   bool running_ = false;
   Slot* slot_ = nullptr;
   uint32_t index_ = 0;
