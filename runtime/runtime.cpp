@@ -5,6 +5,7 @@
 #include "runtime/core/log.hpp"
 #include "runtime/driver/loader.hpp"
 #include "runtime/memory_snapshot.hpp"
+#include "runtime/remote_snapshot.hpp"
 #include "runtime/sim/sim_driver.h"
 
 #include <dlfcn.h>
@@ -96,6 +97,7 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
   kernels_.attach(driver_.get());
   setDeviceThreadProbe(driver_->ops().isDriverThread);
   if (!options_.oomSnapshot.empty()) installOomSnapshot(*this, options_.oomSnapshot);
+  installRemoteSnapshot(*this);
 }
 
 Runtime& Runtime::instance() {
@@ -109,6 +111,7 @@ Runtime& Runtime::instance() {
       // The pinned allocator's polling thread stops then too: it must not ask the driver about queues
       // while static destruction runs.
       std::atexit([] {
+        stopRemoteSnapshot();
         gRuntime->drain();
         gRuntime->hostAllocator().stopBackgroundThread();
       });

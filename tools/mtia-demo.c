@@ -7,8 +7,11 @@
  * Memory history is recorded throughout (with C++ stacks); with MTIA_DEMO_SNAPSHOT=PATH set, a memory
  * snapshot (pickle, PyTorch's format) is written there right after the out-of-memory report, for
  * `mtia-mem summary` and `mtia-mem plot` (scripts/demo.sh does this).
+ * With --hold (or MTIA_DEMO_HOLD=1) it stays alive after the workload, holding 64 MiB on device 0, and
+ * prints its pid: run two in two terminals and watch both in mtia-smi; Enter (or a signal) ends it.
  * Exit status 0 when every check passed. */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <unistd.h>
 #include <mtia/mtia.h>
 
 #include <math.h>
@@ -371,9 +374,35 @@ ALLOCATION_SITE static int show_out_of_memory(const char* snapshot) {
   return 0;
 }
 
-int main(void) {
+/* --hold: keeps 64 MiB of device 0 and waits for Enter; with stdin at its end (</dev/null, a
+ * background job) it waits for a signal instead. */
+ALLOCATION_SITE static void hold(void) {
+  void* held = NULL;
+  char line[64];
+  CHECK(mtiaSetDevice(0));
+  CHECK(mtiaMalloc(&held, 64u << 20));
+  printf("mtia-demo: holding 64 MiB of device 0 as pid %ld; see it with mtia-smi; press Enter (or kill it) to "
+         "exit\n",
+         (long)getpid());
+  fflush(stdout);
+  if (fgets(line, sizeof line, stdin) == NULL)
+    for (;;) pause();
+  CHECK(mtiaFree(held));
+}
+
+int main(int argc, char** argv) {
   int count = 0, dev, failures = 0;
   const char* snapshot = getenv("MTIA_DEMO_SNAPSHOT");
+  const char* holdEnv = getenv("MTIA_DEMO_HOLD");
+  int holding = holdEnv != NULL && strcmp(holdEnv, "1") == 0;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--hold") == 0) {
+      holding = 1;
+    } else {
+      fprintf(stderr, "usage: mtia-demo [--hold]\n");
+      return 2;
+    }
+  }
   /* Record what the allocator does, with who allocated what, as a memory debugging session would. */
   CHECK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksCpp, 0));
   CHECK(mtiaGetDeviceCount(&count));
@@ -389,5 +418,6 @@ int main(void) {
     printf("mtia-demo: %d wrong values\n", failures);
   else
     printf("mtia-demo: all results correct\n");
+  if (holding) hold();
   return failures ? 1 : 0;
 }

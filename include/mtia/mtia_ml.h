@@ -62,8 +62,8 @@ typedef struct mtiamlProcessInfo {
 
 typedef struct mtiamlUtilization {
   uint32_t structSize; /* set by the caller (MTIAML_UTILIZATION_INIT) */
-  uint32_t percent;    /* busy share of the time since the previous call for this device */
-  uint64_t busyNs;     /* busy time of every live process, summed */
+  uint32_t percent;    /* busy share of the sampling window, summed over live processes, at most 100 */
+  uint64_t busyNs;     /* engine time spent on the work of every live process since it registered */
   /* new fields are appended only */
 } mtiamlUtilization;
 #define MTIAML_UTILIZATION_INIT {sizeof(mtiamlUtilization), 0, 0}
@@ -111,9 +111,13 @@ MTIA_API mtiaError_t mtiamlDeviceGetInfo(int32_t dev, mtiamlDeviceInfo* info);
  * NULL, infos NULL with a nonzero *count, an entry's structSize too small, or more processes than
  * *count: then *count holds the number needed and nothing else is written), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtiamlProcessInfo* infos);
-/* Busy share of device dev from the processes' busy-time counters. Never blocks. Errors:
- * mtiaErrorNotSupported (the device does not record busy time: the simulated device does not yet),
- * mtiaErrorInvalidValue, mtiaErrorInvalidDevice. */
+/* Busy share of device dev from the processes' busy-time counters (engine time spent running each
+ * process's commands). The sampling window is the time since the previous call for dev in this
+ * process (mtia-smi -l 1: the last second); a process this library has not seen before counts from
+ * when it registered, so the first call (a one-shot mtia-smi) gives each process's busy share since
+ * its start. Shares of all live processes are summed and capped at 100; any busy time in the window
+ * shows as at least 1. Never blocks. Errors: mtiaErrorInvalidValue (utilization NULL or structSize too
+ * small), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* utilization);
 /* Where device dev sits in the host (hwloc; simulated devices are attached to the host's NUMA nodes
  * in turn) and its link to every device of the machine. The first call after mtiamlInit loads the host
@@ -136,6 +140,44 @@ MTIA_API mtiaError_t mtiamlMachineGetDescription(uint32_t index, char* text, siz
  * last mtiamlShutdown. Never blocks. Errors: those of mtiamlMachineGetDescription, and
  * mtiaErrorInitializationError when the recorded configuration cannot be read back. */
 MTIA_API mtiaError_t mtiamlMachineSelect(uint32_t index);
+
+/* Housekeeping and requests to live processes (mtia-smi cleanup, mtia-smi mem snapshot). */
+
+/* The machine mtiamlDevice* calls answer for now (the environment's, or the one mtiamlMachineSelect
+ * chose), where a machine index is expected. */
+#define MTIAML_MACHINE_CURRENT 0xffffffffu
+
+typedef struct mtiamlCleanupInfo {
+  uint32_t structSize;    /* set by the caller (MTIAML_CLEANUP_INFO_INIT) */
+  uint32_t reapedSlots;   /* slots of dead processes freed */
+  uint32_t liveProcesses; /* processes still registered */
+  int32_t removed;        /* 1: the registry and its lock file were removed (nobody used them) */
+  char registry[128];     /* the registry object's name */
+  /* new fields are appended only */
+} mtiamlCleanupInfo;
+#define MTIAML_CLEANUP_INFO_INIT {sizeof(mtiamlCleanupInfo), 0, 0, 0, {0}}
+
+/* Frees the slots of dead processes in machine index's registry (index of the latest
+ * mtiamlMachineGetCount list, or MTIAML_MACHINE_CURRENT), then removes the registry object and its lock
+ * file when no live process has it open: never one a process is registering with (the registry's
+ * creation lock orders the two). A removed machine disappears from the next mtiamlMachineGetCount.
+ * Blocks while another process holds the registry's creation lock (at most 5 s). Errors:
+ * mtiaErrorInvalidValue (info NULL or structSize too small), mtiaErrorNotFound (no such machine, or no
+ * registry: no process has used it), mtiaErrorNotPermitted (a registry of another user or mode),
+ * mtiaErrorInitializationError (the registry cannot be read, or its lock stayed held). */
+MTIA_API mtiaError_t mtiamlMachineCleanup(uint32_t index, mtiamlCleanupInfo* info);
+
+/* Asks the live process pid (in the caller's pid namespace) using a simulated machine of this user to
+ * write its memory snapshot (mtiaMemoryDumpSnapshot with traces: they are there only when the process
+ * records history) and moves it to path: JSON when path ends in ".json", else pickle. The process serves
+ * the request on a thread of its own that sleeps until asked (no signal); it writes the file into a
+ * private directory of the user (mode 0700, file mode 0600), from which it is moved (or copied) to path.
+ * Blocks up to timeoutMs for the answer, polling. Errors: mtiaErrorInvalidValue (path NULL or empty,
+ * pid 0, or path cannot be written: the message names it), mtiaErrorNotFound (no such process uses a
+ * machine of this user, or it exited before answering), mtiaErrorNotPermitted (the process belongs to
+ * another user), mtiaErrorNotReady (no answer within timeoutMs; a status: no message is recorded), mtiaErrorNotSupported (its runtime
+ * cannot write snapshots), mtiaErrorUnknown (it failed to write the snapshot). */
+MTIA_API mtiaError_t mtiamlProcessDumpSnapshot(uint32_t pid, const char* path, uint32_t timeoutMs);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,14 @@
 
 #include <mtia/mtia_ml.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 using mtia::apiCall;
 using mtia::fail;
@@ -20,6 +26,55 @@ mtiamlLinkType toLink(mtia::topology::Link link) { return static_cast<mtiamlLink
 template <size_t N>
 void copyText(char (&dst)[N], const std::string& text) {
   std::snprintf(dst, N, "%s", text.c_str());
+}
+
+bool endsWith(const std::string& text, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return text.size() >= n && text.compare(text.size() - n, n, suffix) == 0;
+}
+
+// Moves from (a private file) to path: rename when on one file system, else copy then unlink. The
+// destination gets mode 0600 less nothing (like the private file); from is removed either way.
+void moveFile(const std::string& from, const std::string& to) {
+  struct Remove {
+    const std::string& path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } removeAtEnd{from};
+  if (::rename(from.c_str(), to.c_str()) == 0) return;
+  if (errno != EXDEV) fail(mtiaErrorInvalidValue, "path '{}' cannot be written: {}", to, std::strerror(errno));
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) fail(mtiaErrorUnknown, "cannot read the snapshot {}: {}", from, std::strerror(errno));
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    fail(mtiaErrorInvalidValue, "path '{}' cannot be written: {}", to, std::strerror(err));
+  }
+  char buffer[1 << 16];
+  bool ok = true;
+  for (;;) {
+    const ssize_t got = ::read(in, buffer, sizeof buffer);
+    if (got == 0) break;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ok = false;
+      break;
+    }
+    for (ssize_t done = 0; done < got;) {
+      const ssize_t put = ::write(out, buffer + done, static_cast<size_t>(got - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) {
+        ok = false;
+        break;
+      }
+      done += put;
+    }
+    if (!ok) break;
+  }
+  const int err = errno;
+  ::close(in);
+  if (::close(out) != 0 && ok) ok = false;
+  if (!ok) fail(mtiaErrorInvalidValue, "path '{}' cannot be written: {}", to, std::strerror(err));
 }
 
 }  // namespace
@@ -93,8 +148,11 @@ MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtia
 MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* utilization) {
   return apiCall("mtiamlDeviceGetUtilization", [&] {
     mtia::checkSized(utilization, "utilization");
-    Management::with([&](Management& m) { return m.device(dev).numaNode; });
-    fail(mtiaErrorNotSupported, "device {}: the simulated device does not record busy time", dev);
+    const Management::Utilization u = Management::with([&](Management& m) { return m.utilization(dev); });
+    mtiamlUtilization out{};
+    out.percent = u.percent;
+    out.busyNs = u.busyNs;
+    mtia::writeSized(utilization, out);
   });
 }
 
@@ -142,6 +200,32 @@ MTIA_API mtiaError_t mtiamlMachineSelect(uint32_t index) {
       m.selectMachine(index);
       return 0;
     });
+  });
+}
+
+MTIA_API mtiaError_t mtiamlMachineCleanup(uint32_t index, mtiamlCleanupInfo* info) {
+  return apiCall("mtiamlMachineCleanup", [&] {
+    mtia::checkSized(info, "info");
+    const Management::CleanupResult r = Management::with([&](Management& m) { return m.cleanup(index); });
+    mtiamlCleanupInfo out{};
+    out.reapedSlots = r.reaped;
+    out.liveProcesses = r.live;
+    out.removed = r.removed ? 1 : 0;
+    copyText(out.registry, r.objectName);
+    mtia::writeSized(info, out);
+  });
+}
+
+MTIA_API mtiaError_t mtiamlProcessDumpSnapshot(uint32_t pid, const char* path, uint32_t timeoutMs) {
+  return apiCall("mtiamlProcessDumpSnapshot", [&] {
+    mtia::requireNonNull(path, "path");
+    const std::string destination = path;
+    if (destination.empty()) fail(mtiaErrorInvalidValue, "path is empty");
+    if (pid == 0) fail(mtiaErrorInvalidValue, "pid 0 is no process");
+    const bool json = endsWith(destination, ".json");
+    const std::string written =
+        Management::with([&](Management& m) { return m.requestSnapshot(pid, json, timeoutMs); });
+    moveFile(written, destination);
   });
 }
 

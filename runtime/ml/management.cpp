@@ -1,10 +1,18 @@
 #include "management.hpp"
 
 #include "runtime/core/error.hpp"
+#include "runtime/registry/cleanup.hpp"
+#include "runtime/registry/requests.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <random>
+#include <thread>
 
 namespace mtia::ml {
 namespace {
@@ -15,6 +23,12 @@ int gReferences = 0;
 [[noreturn]] void failRegistry(const registry::Status& status) {
   if (status.code == registry::Code::Permission) fail(mtiaErrorNotPermitted, "device registry: {}", status.message);
   fail(mtiaErrorInitializationError, "device registry unavailable: {}", status.message);
+}
+
+uint64_t realtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -155,6 +169,118 @@ const topology::HostTopology& Management::host() {
 topology::DeviceLocation Management::location(int32_t dev) const {
   const mtiaDrvDeviceInfo& info = device(dev);
   return topology::DeviceLocation{info.pciBusId, info.numaNode};
+}
+
+Management::Utilization Management::utilization(int32_t dev) {
+  device(dev);
+  Utilization out;
+  std::map<std::pair<uint32_t, uint64_t>, BusySample> now;
+  registry::Registry* reg = registry();
+  if (reg == nullptr) {
+    busy_[dev] = std::move(now);
+    return out;
+  }
+  const std::map<std::pair<uint32_t, uint64_t>, BusySample>& before = busy_[dev];
+  const uint64_t at = realtimeNs();
+  double share = 0;
+  bool anyBusy = false;
+  for (const registry::ProcessRecord& r : reg->processes()) {
+    const uint64_t busy = r.devices[static_cast<size_t>(dev)].busyNs;
+    const std::pair<uint32_t, uint64_t> key{r.slot, r.registeredNs};
+    BusySample previous{0, r.registeredNs};
+    if (auto it = before.find(key); it != before.end() && it->second.busyNs <= busy) previous = it->second;
+    const uint64_t delta = busy - previous.busyNs;
+    if (at > previous.atNs) share += static_cast<double>(delta) / static_cast<double>(at - previous.atNs);
+    anyBusy = anyBusy || delta != 0;
+    out.busyNs += busy;
+    now[key] = BusySample{busy, at};
+  }
+  const double percent = std::min(100.0, share * 100.0 + 0.5);
+  out.percent = static_cast<uint32_t>(percent);
+  if (anyBusy && out.percent == 0) out.percent = 1;
+  busy_[dev] = std::move(now);
+  return out;
+}
+
+Management::CleanupResult Management::cleanup(uint32_t index) {
+  CleanupResult out;
+  if (index == UINT32_MAX) {
+    out.objectName = objectName_;
+  } else {
+    if (index >= machines_.size())
+      fail(mtiaErrorNotFound, "machine {} does not exist: {} machine(s) listed (mtiamlMachineGetCount)", index,
+           machines_.size());
+    out.objectName = machines_[index];
+  }
+  // Our own read-only view must not outlive the object; registry() reopens it on the next call.
+  if (out.objectName == objectName_) registry_.reset();
+  registry::CleanupReport report;
+  const registry::Status status = registry::cleanupMachine(out.objectName, report);
+  if (status.code == registry::Code::NotFound)
+    fail(mtiaErrorNotFound, "machine registry {} does not exist (no process has used that machine)", out.objectName);
+  if (!status) failRegistry(status);
+  out.reaped = report.reaped;
+  out.live = report.live;
+  out.removed = report.removed;
+  return out;
+}
+
+std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs) {
+  if (localPid == 0) fail(mtiaErrorInvalidValue, "pid 0 is no process");
+  // The machine read now first, then every other machine of this user.
+  std::vector<std::string> names{objectName_};
+  for (const std::string& name : registry::listMachines(getuid()))
+    if (name != objectName_) names.push_back(name);
+  std::unique_ptr<registry::Registry> target;
+  uint32_t slot = 0;
+  for (const std::string& name : names) {
+    std::unique_ptr<registry::Registry> reg;
+    const registry::Status status = registry::Registry::openExisting(name, reg);
+    if (status.code == registry::Code::NotFound || status.code == registry::Code::Unavailable) continue;
+    if (!status) failRegistry(status);
+    for (const registry::ProcessRecord& r : reg->processes()) {
+      if (r.localPid == localPid) {
+        slot = r.slot;
+        target = std::move(reg);
+        break;
+      }
+    }
+    if (target) break;
+  }
+  if (!target) {
+    struct stat st;
+    const std::string proc = "/proc/" + std::to_string(localPid);
+    if (::stat(proc.c_str(), &st) == 0 && st.st_uid != getuid())
+      fail(mtiaErrorNotPermitted, "process {} belongs to uid {}, not to uid {}", localPid, st.st_uid, getuid());
+    fail(mtiaErrorNotFound, "process {} uses no simulated device of this user (it holds no device memory, or has "
+                            "exited)", localPid);
+  }
+  std::random_device entropy;
+  uint32_t token = 0;
+  while (token == 0 || token == UINT32_MAX) token = entropy();
+  const registry::RequestOp op = json ? registry::RequestOp::SnapshotJson : registry::RequestOp::SnapshotPickle;
+  const registry::Status posted = target->postRequest(slot, registry::makeRequest(op, token));
+  if (posted.code == registry::Code::NotFound) fail(mtiaErrorNotFound, "process {} has exited", localPid);
+  if (!posted) failRegistry(posted);
+  // The tool polls (the target sleeps in the kernel until woken, so only the tool spends anything).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  for (;;) {
+    const uint64_t ack = target->acknowledged(slot);
+    if (registry::requestToken(ack) == token) {
+      const auto result = static_cast<registry::RequestResult>(ack >> 32);
+      if (result == registry::RequestResult::NotSupported)
+        fail(mtiaErrorNotSupported, "process {} cannot write memory snapshots (its runtime installs no handler)",
+             localPid);
+      std::string dir;
+      if (result != registry::RequestResult::Done || !registry::requestDirectory(getuid(), false, dir))
+        fail(mtiaErrorUnknown, "process {} could not write its memory snapshot", localPid);
+      return registry::requestFile(dir, slot, token, op);
+    }
+    if (!target->slotAlive(slot)) fail(mtiaErrorNotFound, "process {} exited before answering", localPid);
+    if (std::chrono::steady_clock::now() >= deadline)
+      fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 }  // namespace mtia::ml

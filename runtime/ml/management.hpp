@@ -14,6 +14,7 @@
 
 #include <mtia/mtia_ml.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,32 @@ class Management {
   const topology::HostTopology& host();
   topology::DeviceLocation location(int32_t dev) const;
 
+  struct Utilization {
+    uint32_t percent = 0;
+    uint64_t busyNs = 0;
+  };
+  // Busy share of dev over the window since the previous call for dev (per process: since the process
+  // registered when this is the first call that sees it), summed over live processes, capped at 100;
+  // any busy time in the window shows as at least 1 %. InvalidDevice.
+  Utilization utilization(int32_t dev);
+
+  struct CleanupResult {
+    std::string objectName;
+    uint32_t reaped = 0;
+    uint32_t live = 0;
+    bool removed = false;
+  };
+  // Reaps dead slots of machine index (of the latest refreshMachines list; UINT32_MAX: the machine read
+  // now) and removes its registry when no live process uses it. Errors: NotFound (no such machine or
+  // registry), NotPermitted, InitializationError (the registry cannot be read or its lock is held too long).
+  CleanupResult cleanup(uint32_t index);
+
+  // Asks the live process localPid (of the machine read now) for its memory snapshot (json: JSON, else
+  // pickle) and waits up to timeoutMs for it; returns the path of the private file it wrote. Errors:
+  // NotFound (no such process on the machine), NotPermitted (a process of another user), Timeout (no
+  // answer), NotSupported (the process cannot write snapshots), Unknown (it failed to write one).
+  std::string requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs);
+
   // This user's machines with a registry (registry object names), listed anew by refreshMachines().
   uint32_t refreshMachines();
   // Machine index's recorded description; NotFound beyond the list, registry errors as registry().
@@ -65,6 +92,12 @@ class Management {
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<topology::HostTopology> host_;
   std::vector<std::string> machines_;
+  struct BusySample {
+    uint64_t busyNs = 0;
+    uint64_t atNs = 0;  // CLOCK_REALTIME, like ProcessRecord::registeredNs
+  };
+  // Per device: the previous call's reading of each process, keyed by (slot, registeredNs).
+  std::map<int32_t, std::map<std::pair<uint32_t, uint64_t>, BusySample>> busy_;
 };
 
 }  // namespace mtia::ml

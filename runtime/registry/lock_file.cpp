@@ -27,8 +27,8 @@ LockFile::~LockFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status LockFile::open(const std::string& path, bool create) {
-  const int flags = (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW;
+Status LockFile::open(const std::string& path, bool create, bool writable) {
+  const int flags = (create ? O_RDWR | O_CREAT : writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW;
   const int fd = ::open(path.c_str(), flags, 0600);
   if (fd < 0) {
     const int err = errno;

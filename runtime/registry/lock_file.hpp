@@ -25,9 +25,9 @@ class LockFile {
   LockFile(const LockFile&) = delete;
   LockFile& operator=(const LockFile&) = delete;
 
-  // Opens (create: and creates, mode 0600) path without following links; refuses a file of another
-  // owner or with any group/other permission bit (Code::Permission).
-  Status open(const std::string& path, bool create);
+  // Opens (create: and creates, mode 0600) path without following links, read-write when create or
+  // writable; refuses a file of another owner or with any group/other permission bit (Code::Permission).
+  Status open(const std::string& path, bool create, bool writable = false);
   bool isOpen() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   // Forgets the descriptor without closing it: the fork child handler already closed it.

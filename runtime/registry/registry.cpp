@@ -3,6 +3,7 @@
 #include "admission.hpp"
 #include "fork_guard.hpp"
 #include "process_identity.hpp"
+#include "requests.hpp"
 #include "test_hooks.hpp"
 
 #include <unistd.h>
@@ -79,10 +80,26 @@ Status Registry::openReadOnly(const std::string& objectName, std::unique_ptr<Reg
   return Status::ok();
 }
 
+Status Registry::openExisting(const std::string& objectName, std::unique_ptr<Registry>& out) {
+  std::unique_ptr<Registry> registry(new Registry());
+  ObjectRequest request;
+  request.name = objectName;
+  request.create = false;
+  request.writable = true;
+  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  registry->name_ = objectName;
+  registry->header_ = registry->object_.header;
+  registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
+  fork_guard::track(registry->lock_.fd());
+  out = std::move(registry);
+  return Status::ok();
+}
+
 Registry::~Registry() {
   refreshAfterFork();
   const int32_t own = slot_.load(std::memory_order_relaxed);
   if (own >= 0) {
+    watcher_.stop();
     Slot& slot = slotAt(static_cast<uint32_t>(own));
     slot.seq.fetch_add(1, std::memory_order_acq_rel);
     clearCounters(slot);
@@ -104,7 +121,12 @@ void Registry::refreshAfterFork() const {
   if (forkGeneration_.load(std::memory_order_relaxed) == now) return;
   // The child handler closed our descriptor (and with it nothing of the parent's): open our own.
   lock_.abandon();
-  if (Status s = lock_.open(lockPath(name_), !readOnly_); s) fork_guard::track(lock_.fd());
+  watcher_.forget();  // the parent's thread; this child starts its own when it registers
+  if (Status s = lock_.open(lockPath(name_), false, !readOnly_); s) {
+    fork_guard::track(lock_.fd());
+    // The parent's opener lock lives on with the parent: hold one of our own.
+    if (!readOnly_) (void)lock_.lockUntil(openerLockByte(), false, lockTimeout_);
+  }
   slot_.store(-1, std::memory_order_relaxed);
   forkGeneration_.store(now, std::memory_order_relaxed);
 }
@@ -146,6 +168,7 @@ Status Registry::claimSlotLocked() {
     slot.seq.fetch_add(1, std::memory_order_release);
     (void)lock_.tryLockClassic(pidLockByte(i));  // best effort: only gives readers our pid
     slot_.store(static_cast<int32_t>(i), std::memory_order_release);
+    (void)watcher_.start(slot, i);  // without it requests time out; registering still succeeds
     return Status::ok();
   }
   return Status::error(Code::SlotsExhausted, "registry " + name_ + ": all " + std::to_string(header_->maxSlots) +
@@ -330,6 +353,7 @@ Status Registry::postRequest(uint32_t index, uint64_t request) {
   if (index >= header_->maxSlots) return Status::error(Code::InvalidArgument, "no slot " + std::to_string(index));
   if (!alive(index)) return Status::error(Code::NotFound, "slot " + std::to_string(index) + " has no live process");
   slotAt(index).request.store(request, std::memory_order_release);
+  wakeRequestWord(slotAt(index).request);
   return Status::ok();
 }
 

@@ -16,6 +16,7 @@
 #include "layout.hpp"
 #include "lock_file.hpp"
 #include "machine_name.hpp"
+#include "request_watcher.hpp"
 #include "shared_object.hpp"
 #include "status.hpp"
 
@@ -87,7 +88,10 @@ class Registry {
   // Opens an existing registry read-only by object name; never creates, never registers.
   // Errors: NotFound, Unavailable (not a valid registry: half-created, another layout), Permission.
   static Status openReadOnly(const std::string& objectName, std::unique_ptr<Registry>& out);
-  // Gives the slot up (counters zeroed) when this process registered.
+  // Opens an existing registry read-write by object name without creating it or registering: a tool
+  // that reaps dead slots or posts a request. Errors: NotFound, Unavailable, Permission, Timeout.
+  static Status openExisting(const std::string& objectName, std::unique_ptr<Registry>& out);
+  // Gives the slot up (counters zeroed, request watcher joined) when this process registered.
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
@@ -101,7 +105,8 @@ class Registry {
   uint64_t capacity(uint32_t device) const { return device < deviceCount() ? header_->capacity[device] : 0; }
   std::string machine() const;
 
-  // Claims a slot for this process (again in a forked child). Errors: SlotsExhausted, Timeout.
+  // Claims a slot for this process (again in a forked child) and starts its request watcher
+  // (request_watcher.hpp). Errors: SlotsExhausted, Timeout.
   Status attach();
   // This process's slot, or -1 before attach (or in a child that has not used the registry yet).
   int32_t slot() const;
@@ -131,7 +136,8 @@ class Registry {
   // The request word of this process's slot (0: none) and the acknowledgement of a served token.
   uint64_t pendingRequest() const;
   void acknowledge(uint64_t token);
-  // A tool asks the owner of slot for something. Errors: NotFound (no live owner), InvalidArgument.
+  // A tool asks the owner of slot for something (requests.hpp: makeRequest) and wakes its watcher.
+  // Errors: NotFound (no live owner), InvalidArgument.
   Status postRequest(uint32_t slot, uint64_t request);
   uint64_t acknowledged(uint32_t slot) const;
 
@@ -190,6 +196,7 @@ class Registry {
   mutable std::atomic<uint64_t> recoveries_{0};
   std::atomic<uint64_t> ipcGeneration_{0};
   std::mutex ipcMu_;  // this process's writers of its IPC tables
+  mutable RequestWatcher watcher_;  // runs while this process owns a slot
 };
 
 }  // namespace mtia::registry

@@ -148,7 +148,7 @@ Status createObject(const ObjectRequest& request, MappedObject& out) {
 Status lockCurrentFile(const ObjectRequest& request, LockFile& lock) {
   const std::string path = lockPath(request.name);
   for (int attempt = 0; attempt < 8; ++attempt) {
-    if (Status s = lock.open(path, request.create); !s) return s;
+    if (Status s = lock.open(path, request.create, request.writable); !s) return s;
     if (Status s = lock.lockUntil(creationLockByte(), request.create, request.lockTimeout); !s) return s;
     struct stat opened, current;
     if (fstat(lock.fd(), &opened) == 0 && stat(path.c_str(), &current) == 0 && opened.st_ino == current.st_ino &&
@@ -167,7 +167,13 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
     ~Unlock() { lock.unlock(creationLockByte()); }
   } unlockAtEnd{lock};
 
-  const bip::mode_t mode = request.create ? bip::read_write : bip::read_only;
+  const bool writable = request.create || request.writable;
+  const bip::mode_t mode = writable ? bip::read_write : bip::read_only;
+  // Taken while the creation lock keeps removeIfUnused out; dropped by the kernel with the process.
+  auto holdOpen = [&]() -> Status {
+    if (!writable) return Status::ok();
+    return lock.lockUntil(openerLockByte(), false, request.lockTimeout);
+  };
   try {
     bip::shared_memory_object shm(bip::open_only, request.name.c_str(), mode);
     struct stat st;
@@ -181,7 +187,7 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
         out.region = std::move(region);
         out.header = header;
         out.slots = reinterpret_cast<Slot*>(static_cast<char*>(out.region.get_address()) + kHeaderBytes);
-        return Status::ok();
+        return holdOpen();
       }
     }
     if (!request.create) return Status::error(Code::Unavailable, "registry " + request.name + " is not usable: " + why);
@@ -192,7 +198,8 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
     if (e.get_error_code() != bip::not_found_error) return fromException("cannot open", request.name, e);
     if (!request.create) return Status::error(Code::NotFound, "registry " + request.name + " does not exist");
   }
-  return createObject(request, out);
+  if (Status s = createObject(request, out); !s) return s;
+  return holdOpen();
 }
 
 Status removeIfUnused(const std::string& name) {
@@ -208,7 +215,9 @@ Status removeIfUnused(const std::string& name) {
   any.l_start = slotLockByte(0);
   any.l_len = kMaxSlots;
   if (fcntl(lock.fd(), F_OFD_GETLK, &any) != 0 || any.l_type != F_UNLCK)
-    return Status::error(Code::Timeout, "registry " + name + " still has live processes");
+    return Status::error(Code::Busy, "registry " + name + " still has live processes");
+  if (lock.lockedByOther(openerLockByte()))
+    return Status::error(Code::Busy, "registry " + name + " is open in a live process");
   try {
     bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_only);
     struct stat st;

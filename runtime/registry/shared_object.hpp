@@ -21,7 +21,8 @@ namespace mtia::registry {
 
 struct ObjectRequest {
   std::string name;                // shared-memory object name
-  bool create = true;              // false: read-only, never create
+  bool create = true;              // false: never create (read-only unless writable)
+  bool writable = false;           // with create false: map read-write (a tool posting a request)
   uint32_t slots = kDefaultSlots;  // for a new object
   std::string machine;             // description stored in a new object
   std::vector<uint64_t> capacity;  // per device; must match an existing object when create is set
@@ -36,12 +37,20 @@ struct MappedObject {
   bool recreated = false; // and removed an invalid one first
 };
 
+// Every read-write opener holds a shared lock on this byte of the lock file for as long as it keeps
+// the object open (the kernel drops it when the process dies): removeIfUnused never unlinks an object
+// that a live process has mapped, even one that has not claimed a slot yet. Far above the slot bytes.
+constexpr off_t openerLockByte() { return off_t{1} << 24; }
+
 // Opens lock on lockPath(request.name) (creating it when request.create) and keeps it open: the
 // caller's slot locks live on it.
 Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& out);
 
-// Removes the object and its lock file when no slot has a live owner. Code::Timeout when the
-// creation lock is busy; Code::Permission for a foreign object.
+// Removes the object and its lock file when no slot has a live owner and no live process holds it open
+// read-write (openerLockByte). Runs under the exclusive creation lock, so nobody opens it meanwhile; an
+// opener waiting for that lock finds the file replaced and creates a new object. Errors: Code::Busy
+// (a live process uses it; nothing removed), Code::Timeout (the creation lock stayed busy),
+// Code::Permission (a foreign object).
 Status removeIfUnused(const std::string& name);
 
 }  // namespace mtia::registry

@@ -13,6 +13,7 @@ const char* codeName(Code code) {
     case Code::SlotsExhausted: return "process slots exhausted";
     case Code::OutOfCapacity: return "out of capacity";
     case Code::Timeout: return "timeout";
+    case Code::Busy: return "busy";
     case Code::System: return "system error";
     case Code::Stale: return "stale";
     case Code::SelfImport: return "exported by this process";

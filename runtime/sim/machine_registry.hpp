@@ -31,6 +31,14 @@ class MachineRegistry {
     if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
       registry->publishAllocated(static_cast<uint32_t>(device), bytes);
   }
+  // Engine time spent on this process's work, into its slot's busyNs (one relaxed add; dropped before
+  // the first reservation, like publishAllocated).
+  void addBusy(int32_t device, uint64_t ns) noexcept {
+    if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
+      registry->addBusy(static_cast<uint32_t>(device), ns);
+  }
+  // Whether the registry is open (after the first reservation or memory query); one acquire load.
+  bool isOpen() const noexcept { return ready_.load(std::memory_order_acquire) != nullptr; }
   // Bytes of device held by every live process of the machine. Errors: those of open().
   mtiaError_t used(int32_t device, uint64_t& bytes);
   // The registry, opened on first use. Errors: mtiaErrorNotPermitted (the object or its lock file

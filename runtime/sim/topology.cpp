@@ -2,6 +2,8 @@
 
 #include <hwloc.h>
 
+#include <cstdlib>
+
 #include <vector>
 
 namespace mtia::sim {
@@ -15,7 +17,12 @@ Topology::Topology() : state_(new State) {
   hwloc_topology_t topology = nullptr;
   if (hwloc_topology_init(&topology) != 0) return;
   // Only CPUs and NUMA nodes matter here; the default filters skip the slow I/O discovery. hwloc reads
-  // HWLOC_XMLFILE / HWLOC_SYNTHETIC by itself, which is how tests inject a multi-node machine.
+  // HWLOC_XMLFILE / HWLOC_SYNTHETIC by itself, which is how tests inject a multi-node machine. Every
+  // process describing a device comes here (mtia-smi's start-up too): the x86 backend, which binds the
+  // thread to each CPU in turn to run cpuid for cache details, is left out unless HWLOC_COMPONENTS
+  // chooses the components.
+  if (std::getenv("HWLOC_COMPONENTS") == nullptr)
+    (void)hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   if (hwloc_topology_load(topology) != 0) {
     hwloc_topology_destroy(topology);
     return;

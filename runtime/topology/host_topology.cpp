@@ -91,6 +91,12 @@ std::unique_ptr<HostTopology> HostTopology::load(std::string& error) {
   }
   // I/O objects are dropped by default; bridges and PCI devices are what the link matrix reads.
   hwloc_topology_set_io_types_filter(host->state_->topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // Start-up cost (mtia-smi, bench/run_smi.sh): the x86 backend binds this thread to every CPU in turn to
+  // run cpuid, for cache and core details the matrix never reads (it reads NUMA nodes, CPU sets and the
+  // PCI tree, which the Linux backend finds in sysfs). Left alone when the user chose components
+  // (HWLOC_COMPONENTS).
+  if (std::getenv("HWLOC_COMPONENTS") == nullptr)
+    (void)hwloc_topology_set_components(host->state_->topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   if (hwloc_topology_load(host->state_->topology) != 0) {
     error = "hwloc could not load the host topology (check HWLOC_XMLFILE)";
     return nullptr;

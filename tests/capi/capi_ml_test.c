@@ -1,5 +1,6 @@
 /* The management library (mtia_ml.h) from C: errors before init, device identity equal to
- * mtiaGetDeviceProperties, this process's memory in the process list, the topology's self links,
+ * mtiaGetDeviceProperties, this process's memory in the process list, utilisation, cleanup of a machine in
+ * use (kept), a snapshot of this process asked through the registry, the topology's self links,
  * reference-counted init. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -7,6 +8,7 @@
 
 #include <mtia/mtia_ml.h>
 
+#include <stdio.h>
 #include <unistd.h>
 
 int main(void) {
@@ -18,6 +20,8 @@ int main(void) {
                                 MTIAML_PROCESS_INFO_INIT};
   mtiamlUtilization util = MTIAML_UTILIZATION_INIT;
   mtiamlTopology topo = MTIAML_TOPOLOGY_INIT;
+  mtiamlCleanupInfo cleanup = MTIAML_CLEANUP_INFO_INIT;
+  char snapshot[64];
   void* ptr = NULL;
   const size_t bytes = (size_t)64 << 20;
 
@@ -74,9 +78,39 @@ int main(void) {
   CHECK_TRUE(n == 0);
   CHECK_OK(mtiaFree(ptr));
 
-  CHECK_STATUS(mtiaErrorNotSupported, mtiamlDeviceGetUtilization(0, &util));
-  CHECK_MESSAGE("busy time");
+  /* Utilisation: this process's copies ran on device 0's engines; nothing ran on device 1. */
+  CHECK_OK(mtiamlDeviceGetUtilization(0, &util));
+  CHECK_TRUE(util.percent <= 100);
+  CHECK_OK(mtiamlDeviceGetUtilization(1, &util));
+  CHECK_TRUE(util.percent == 0 && util.busyNs == 0);
   CHECK_STATUS(mtiaErrorInvalidDevice, mtiamlDeviceGetUtilization(7, &util));
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlDeviceGetUtilization(0, NULL));
+  CHECK_MESSAGE("utilization");
+  util.structSize = 0;
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlDeviceGetUtilization(0, &util));
+  util.structSize = sizeof util;
+
+  /* Cleanup of this machine: this process is alive, so the registry stays. */
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlMachineCleanup(MTIAML_MACHINE_CURRENT, NULL));
+  CHECK_MESSAGE("info");
+  cleanup.structSize = 2;
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlMachineCleanup(MTIAML_MACHINE_CURRENT, &cleanup));
+  cleanup.structSize = sizeof cleanup;
+  CHECK_STATUS(mtiaErrorNotFound, mtiamlMachineCleanup(4000000, &cleanup));
+  CHECK_OK(mtiamlMachineCleanup(MTIAML_MACHINE_CURRENT, &cleanup));
+  CHECK_TRUE(cleanup.removed == 0 && cleanup.liveProcesses >= 1 && cleanup.registry[0] != '\0');
+
+  /* A snapshot of this very process, asked through its registry slot: its request thread serves it. */
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlProcessDumpSnapshot((uint32_t)getpid(), NULL, 1000));
+  CHECK_MESSAGE("path");
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlProcessDumpSnapshot((uint32_t)getpid(), "", 1000));
+  CHECK_MESSAGE("path");
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlProcessDumpSnapshot(0, "x.json", 1000));
+  CHECK_MESSAGE("pid");
+  snprintf(snapshot, sizeof snapshot, "/tmp/capi_ml_%ld.json", (long)getpid());
+  CHECK_OK(mtiamlProcessDumpSnapshot((uint32_t)getpid(), snapshot, 10000));
+  CHECK_TRUE(access(snapshot, R_OK) == 0);
+  unlink(snapshot);
 
   CHECK_OK(mtiamlDeviceGetTopology(1, &topo));
   CHECK_TRUE(topo.deviceCount == count);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mtia-smi's error contract: bad arguments exit 2, what is not supported exits 3, a device the machine
+# mtia-smi's error contract: bad arguments exit 2, a device the machine
 # lacks or a broken configuration gives its own code (permission and registry-unavailable: see
 # mtia_smi_processes.sh, which has a registry to spoil); every failure prints a message on stderr and
 # nothing on stdout.
@@ -34,8 +34,11 @@ expect 2 "positive" -l -1
 expect 2 "give -m" topo
 expect 2 "delay must be positive" dmon -d 0
 expect 2 "frobnicate" frobnicate
-expect 3 "cleanup is not supported" cleanup
-expect 3 "mem snapshot is not supported" mem snapshot -p 1 -o x.json
+expect 2 "--machine-prefix goes with --all-machines" cleanup --machine-prefix test-
+expect 2 "-o" mem snapshot -p 1
+expect 2 "--pid" mem snapshot -o x.json
+expect 2 "not a process id" mem snapshot -p 0 -o x.json
+expect 2 "--timeout" mem snapshot -p 1 -o x.json --timeout 0
 expect 2 "--all-machines goes with" --all-machines -q
 expect 2 "--all-machines goes with" --all-machines topo -m
 MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L

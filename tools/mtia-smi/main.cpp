@@ -37,6 +37,10 @@ struct Options {
   bool allMachines = false;
   double dmonDelay = 1;
   bool topoMatrix = false;
+  std::string machinePrefix;
+  int64_t snapshotPid = 0;
+  std::string snapshotFile;
+  double snapshotTimeout = 10;
 };
 
 std::string version() {
@@ -70,12 +74,18 @@ int run(const Options& o, CLI::App& app) {
     emit(fieldHelp(processFields(), "List of valid properties to query for the switch \"--query-compute-apps\":"));
     return kExitOk;
   }
-  if (app.got_subcommand("cleanup"))
-    throw SmiError(kExitNotSupported, "cleanup is not supported yet: dead processes' slots are already ignored by "
-                                      "every reader and reused by the next process");
-  if (app.got_subcommand("mem"))
-    throw SmiError(kExitNotSupported, "mem snapshot is not supported yet: remote snapshots through the registry's "
-                                      "request word are not implemented");
+  if (app.got_subcommand("cleanup")) {
+    if (!o.machinePrefix.empty() && !o.allMachines)
+      throw SmiError(kExitBadArguments, "cleanup --machine-prefix goes with --all-machines");
+    ManagementSession session;
+    emit(runCleanup(o.allMachines, o.machinePrefix, o.json));
+    return kExitOk;
+  }
+  if (app.got_subcommand("mem")) {
+    ManagementSession session;
+    emit(runSnapshot(o.snapshotPid, o.snapshotFile, o.snapshotTimeout));
+    return kExitOk;
+  }
   if (!o.format.empty() && o.queryDevice.empty() && o.queryApps.empty())
     throw SmiError(kExitBadArguments, "--format goes with --query-gpu or --query-compute-apps");
   if (o.loopSeconds < 0) throw SmiError(kExitBadArguments, "-l: the interval must be positive");
@@ -179,13 +189,19 @@ int main(int argc, char** argv) {
   dmon->add_option("-d,--delay", o.dmonDelay, "Seconds between rows (default 1)");
   CLI::App* topo = app.add_subcommand("topo", "Topology of the devices");
   topo->add_flag("-m,--matrix", o.topoMatrix, "Device x device link matrix with CPU and NUMA affinity");
-  app.add_subcommand("cleanup", "Reap the slots of dead processes (not supported yet)");
-  CLI::App* mem = app.add_subcommand("mem", "Memory debugging of a live process (not supported yet)");
-  CLI::App* snapshot = mem->add_subcommand("snapshot", "Ask process PID to write its memory snapshot to FILE");
-  int64_t snapshotPid = 0;
-  std::string snapshotFile;
-  snapshot->add_option("-p,--pid", snapshotPid, "The process")->required();
-  snapshot->add_option("-o,--output", snapshotFile, "Where it writes the snapshot");
+  CLI::App* cleanup = app.add_subcommand(
+      "cleanup", "Reap the slots of dead processes and remove registries no live process uses (this "
+                 "environment's machine; every machine of the user with --all-machines)");
+  cleanup->add_option("--machine-prefix", o.machinePrefix,
+                      "With --all-machines: only machines whose MTIA_SIM_MACHINE name starts with PREFIX");
+  CLI::App* mem = app.add_subcommand("mem", "Memory debugging of a live process");
+  CLI::App* snapshot = mem->add_subcommand(
+      "snapshot", "Ask process PID to write its memory snapshot to FILE (pickle; JSON when FILE ends in .json). "
+                  "It has allocation traces only when the process records memory history "
+                  "(mtiaMemoryRecordHistory); else segments and blocks only");
+  snapshot->add_option("-p,--pid", o.snapshotPid, "The process")->required();
+  snapshot->add_option("-o,--output", o.snapshotFile, "Where the snapshot goes")->required();
+  snapshot->add_option("--timeout", o.snapshotTimeout, "Seconds to wait for the process's answer (default 10)");
   mem->require_subcommand(1);
   app.require_subcommand(0, 1);
 

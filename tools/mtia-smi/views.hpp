@@ -54,6 +54,13 @@ std::vector<MachineReading> readAllMachines();  // throws SmiError
 std::string allMachinesText(const std::vector<MachineReading>& machines, bool list, const std::string& version);
 std::string allMachinesJson(const std::vector<MachineReading>& machines, bool list, const std::string& version);
 
+// cleanup (cleanup_command.cpp): what was reaped and removed, one line per registry or one JSON document.
+// prefix: with allMachines, only machines whose MTIA_SIM_MACHINE name starts with it. Throws SmiError.
+std::string runCleanup(bool allMachines, const std::string& prefix, bool json);
+// mem snapshot (snapshot_command.cpp): the confirmation line. Throws SmiError (2 bad arguments, 4 another
+// user's process, 6 no such process, 3 not supported, 255 no answer in time).
+std::string runSnapshot(int64_t pid, const std::string& file, double timeoutSeconds);
+
 // topo -m
 struct TopologySample {
   std::vector<mtiamlTopology> devices;

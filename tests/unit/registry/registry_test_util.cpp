@@ -149,6 +149,8 @@ void killSelfAt(testing::Point point) {
 // for this program; data races are still reported. (Exported: the sanitizer runtime is a shared
 // library that looks it up dynamically; the build files export the program's symbols.)
 extern "C" __attribute__((visibility("default"))) const char* __tsan_default_options() {
-  return "report_mutex_bugs=0";
+  // die_after_fork=0: children forked after this process registered (its request watcher is a thread)
+  // register anew and start their own watcher, which TSan would otherwise refuse.
+  return "report_mutex_bugs=0:die_after_fork=0";
 }
 #endif

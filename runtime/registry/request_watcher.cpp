@@ -1,0 +1,97 @@
+#include "request_watcher.hpp"
+
+#include "requests.hpp"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace mtia::registry {
+
+bool RequestWatcher::start(Slot& slot, uint32_t slotIndex) {
+  stop();
+  slot_ = &slot;
+  index_ = slotIndex;
+  stopping_.store(false, std::memory_order_relaxed);
+  // The new thread inherits the creator's mask: block everything around the create.
+  // A stack of our own, mapped anew for each thread: a forked child still maps its parent's watcher
+  // stack, and a cached one reused there would give the new thread the dead one's pthread_t (which
+  // ThreadSanitizer, still tracking the parent's thread, rejects as a duplicate).
+  stack_ = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                  -1, 0);
+  if (stack_ == MAP_FAILED) {
+    stack_ = nullptr;
+    return false;
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack_, kStackBytes);
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  running_ = pthread_create(&thread_, &attr, &RequestWatcher::main, this) == 0;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_attr_destroy(&attr);
+  if (!running_) {
+    ::munmap(stack_, kStackBytes);
+    stack_ = nullptr;
+  }
+  if (running_) pthread_setname_np(thread_, "mtia-requests");
+  return running_;
+}
+
+void RequestWatcher::stop() {
+  if (!running_) return;
+  stopping_.store(true, std::memory_order_release);
+  // A non-zero low half makes a FUTEX_WAIT that has not started yet return at once: no lost wake-up.
+  slot_->request.store(makeRequest(RequestOp::Stop, UINT32_MAX), std::memory_order_release);
+  wakeRequestWord(slot_->request);
+  pthread_join(thread_, nullptr);
+  running_ = false;
+  ::munmap(stack_, kStackBytes);
+  stack_ = nullptr;
+}
+
+void* RequestWatcher::main(void* self) {
+  auto* w = static_cast<RequestWatcher*>(self);
+  std::atomic<uint64_t>& word = w->slot_->request;
+  for (;;) {
+    const uint64_t request = word.load(std::memory_order_acquire);
+    if (w->stopping_.load(std::memory_order_acquire)) return nullptr;
+    if (requestToken(request) == 0) {
+      // Sleeps only while the low half is still 0; a tool's store then FUTEX_WAKE ends it.
+      ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, 0u, nullptr, nullptr, 0);
+      continue;
+    }
+    w->serve(request);
+  }
+}
+
+void RequestWatcher::serve(uint64_t request) {
+  const uint32_t token = requestToken(request);
+  const auto op = static_cast<RequestOp>(requestOp(request));
+  RequestResult result = RequestResult::NotSupported;
+  if (op == RequestOp::SnapshotPickle || op == RequestOp::SnapshotJson) {
+    if (RequestHandler handler = requestHandler(); handler != nullptr) {
+      std::string dir;
+      result = RequestResult::Failed;
+      if (requestDirectory(geteuid(), true, dir)) {
+        const std::string path = requestFile(dir, index_, token, op);
+        result = handler(op, path.c_str());
+        if (result == RequestResult::Done && ::chmod(path.c_str(), 0600) != 0) result = RequestResult::Failed;
+      }
+    }
+  }
+  // Clear the request only if no newer one replaced it meanwhile; then answer this one.
+  uint64_t expected = request;
+  slot_->request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  slot_->ack.store(makeAck(result, token), std::memory_order_release);
+  wakeRequestWord(slot_->ack);
+}
+
+}  // namespace mtia::registry

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# mtia-smi against live processes: a busy smi_holder shows non-zero utilisation; mem snapshot -p asks a
+# holder that records history for its snapshot (pickle and JSON), which mtia-mem reads with the
+# segments the holder allocated; the error exits of mem snapshot (6 no such process, 4 another user's,
+# 255 no answer in time, 2 bad arguments); cleanup keeps a registry in use, then reaps the dead
+# holders' slots and removes the registry once nobody uses it.
+# Usage: mtia_smi_remote.sh MTIA_SMI SMI_HOLDER MTIA_MEM
+set -euo pipefail
+smi=$1
+holder=$2
+mem=$3
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+run() { # run NAME args...: stdout to $work/NAME; exit 0 and an empty stderr required
+  local name=$1
+  shift
+  "$smi" "$@" >"$work/$name" 2>"$work/$name.err" || fail "mtia-smi $*: exit $? ($(cat "$work/$name.err"))"
+  [[ ! -s $work/$name.err ]] || fail "mtia-smi $*: wrote to stderr: $(cat "$work/$name.err")"
+}
+expect() { # expect CODE TEXT args...: exit CODE, empty stdout, stderr containing TEXT
+  local code=$1 text=$2
+  shift 2
+  local got=0
+  "$smi" "$@" >"$work/out" 2>"$work/err" || got=$?
+  [[ $got == "$code" ]] || fail "mtia-smi $*: exit $got, expected $code (stderr: $(cat "$work/err"))"
+  [[ ! -s $work/out ]] || fail "mtia-smi $*: wrote to stdout: $(cat "$work/out")"
+  grep -qF -- "$text" "$work/err" || fail "mtia-smi $*: stderr lacks '$text': $(cat "$work/err")"
+}
+start_holder() { # start_holder NAME args...: sets $started to its pid once it printed "ready"
+  local name=$1
+  shift
+  "$holder" "$@" >"$work/$name.out" &
+  started=$!
+  pids+=("$started")
+  for _ in $(seq 1 400); do
+    [[ -s $work/$name.out ]] && break
+    kill -0 "$started" 2>/dev/null || fail "smi_holder $* died"
+    sleep 0.05
+  done
+  [[ "$(cat "$work/$name.out")" == ready ]] || fail "smi_holder $* never got ready"
+}
+
+# --- Utilisation: idle device 0, busy device 1. ---
+start_holder idle 16 0
+idle=$started
+start_holder busy 16 1 busy
+busy=$started
+sleep 0.3
+run util.csv --query-gpu=index,utilization.gpu --format=csv,noheader,nounits
+util0=$(sed -n 1p "$work/util.csv" | cut -d, -f2 | tr -d ' ')
+util1=$(sed -n 2p "$work/util.csv" | cut -d, -f2 | tr -d ' ')
+[[ $util0 == 0 ]] || fail "idle device shows utilisation: $(cat "$work/util.csv")"
+((util1 > 0 && util1 <= 100)) || fail "busy device shows no utilisation: $(cat "$work/util.csv")"
+# A loop's later samples cover the time since the previous one: still busy.
+run util_loop.csv --query-gpu=utilization.gpu --format=csv,noheader,nounits -l 0.5 -c 2
+second=$(sed -n 4p "$work/util_loop.csv" | tr -d ' ')
+((second > 0)) || fail "busy device idle in the second sample: $(cat "$work/util_loop.csv")"
+run util.json --json
+python3 - "$work/util.json" <<'PY' || fail "util.json: $(cat "$work/util.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+d0, d1 = r["devices"]
+assert d0["utilization_percent"] == 0 and 0 < d1["utilization_percent"] <= 100, r
+PY
+
+# --- mem snapshot: a holder with history, two blocks (24 + 24 MiB) on device 0. ---
+start_holder hist 48 0 history split
+hist=$started
+kill -9 "$busy"  # only now: a process registering after its death would take its slot over
+wait "$busy" 2>/dev/null || true
+run snap.txt mem snapshot -p "$hist" -o "$work/snap.pickle"
+grep -qF "written to $work/snap.pickle" "$work/snap.txt" || fail "snap.txt: $(cat "$work/snap.txt")"
+[[ -s $work/snap.pickle ]] || fail "no snapshot file"
+"$mem" summary "$work/snap.pickle" >"$work/summary.txt" || fail "mtia-mem summary failed"
+grep -q "device 0: 2 segments" "$work/summary.txt" || fail "summary: $(cat "$work/summary.txt")"
+grep -Eq "allocated +48.00 MiB" "$work/summary.txt" || fail "summary: $(cat "$work/summary.txt")"
+run snapjson.txt mem snapshot -p "$hist" -o "$work/snap.json" --timeout 5
+python3 - "$work/snap.json" <<'PY' || fail "snap.json is not the holder's snapshot"
+import json, sys
+r = json.load(open(sys.argv[1]))
+segs = sorted(s["total_size"] for s in r["segments"] if s["device"] == 0)
+assert segs == [24 << 20, 24 << 20], segs
+allocs = [e for t in r["device_traces"] for e in t if e["action"] == "alloc"]
+assert len(allocs) == 2 and all(e["size"] == 24 << 20 for e in allocs), allocs  # history was recorded
+PY
+# Nothing is left behind in the private directory.
+left=$(find /dev/shm/mtia_requests.u"$(id -u)" -name "slot*" -newer "$work/snap.txt" 2>/dev/null | wc -l)
+[[ $left == 0 ]] || fail "request files left behind"
+# The holder without history: segments, no traces.
+run snap2.txt mem snapshot -p "$idle" -o "$work/idle.json"
+python3 - "$work/idle.json" <<'PY' || fail "idle.json: no segments or unexpected traces"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [s["total_size"] for s in r["segments"]] == [16 << 20]
+assert all(t == [] for t in r["device_traces"])
+PY
+
+# --- Errors. ---
+expect 6 "uses no simulated device" mem snapshot -p $$ -o "$work/x.pickle"  # this shell: no registry slot
+sleep 60 &
+never=$!
+pids+=("$never")
+kill -9 "$never"
+wait "$never" 2>/dev/null || true
+expect 6 "uses no simulated device" mem snapshot -p "$never" -o "$work/x.pickle"  # gone
+if [[ $(id -u) == 0 ]]; then
+  setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60 &
+  other=$!
+else
+  other=1  # init, root's
+fi
+[[ $other == 1 ]] || pids+=("$other")
+sleep 0.1
+expect 4 "belongs to uid" mem snapshot -p "$other" -o "$work/x.pickle"
+kill -STOP "$hist"  # its watcher cannot answer
+expect 255 "did not answer within" mem snapshot -p "$hist" -o "$work/x.pickle" --timeout 0.3
+kill -CONT "$hist"
+[[ ! -e $work/x.pickle ]] || fail "a failed snapshot left its file"
+expect 2 "cannot be written" mem snapshot -p "$hist" -o "$work/no/such/dir/x.pickle"
+
+# --- cleanup: a registry in use is kept; dead slots are reaped; an unused registry goes. ---
+objects=(/dev/shm/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
+[[ ${#objects[@]} == 2 ]] || fail "expected the registry and its lock file: ${objects[*]}"
+run clean1.txt cleanup
+grep -q "reaped 1 dead process slot(s); kept" "$work/clean1.txt" || fail "clean1.txt: $(cat "$work/clean1.txt")"
+for o in "${objects[@]}"; do [[ -e $o ]] || fail "cleanup removed $o while processes live"; done
+kill -9 "$idle" "$hist"
+wait "$idle" "$hist" 2>/dev/null || true
+run clean2.json cleanup --json
+python3 - "$work/clean2.json" <<'PY' || fail "clean2.json: $(cat "$work/clean2.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+(m,) = r["registries"]
+assert r["schema_version"] == 1 and m["reaped_slots"] == 2 and m["live_processes"] == 0 and m["removed"] is True, r
+PY
+for o in "${objects[@]}"; do [[ ! -e $o ]] || fail "cleanup left $o"; done
+run clean3.txt cleanup
+grep -q "nothing to clean up" "$work/clean3.txt" || fail "clean3.txt: $(cat "$work/clean3.txt")"
+echo "mtia_smi_remote: ok"

@@ -1,0 +1,241 @@
+// Cleanup and requests: removeIfUnused / cleanupMachine never pull a registry
+// from under a live process (one that only opened it included, and one
+// registering while cleanups run in a loop), reap dead slots, and remove what
+// nobody uses; the request watcher serves a tool's request through the
+// request word (in a forked child that registered anew too), answers
+// NotSupported without a handler, and is joined when the slot is given up.
+#include "registry_test_util.hpp"
+
+#include "runtime/registry/cleanup.hpp"
+#include "runtime/registry/requests.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace mtia::registry::test {
+namespace {
+
+bool objectExists(const MachineSpec& spec) {
+  const std::string name = spec.objectName(geteuid());
+  return access((std::string(shmDirectory()) + "/" + name).c_str(), F_OK) == 0 && access(lockPath(name).c_str(), F_OK) == 0;
+}
+
+TEST(RegistryCleanup, RemovesOnlyWhatNobodyUses) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  auto opened = openOrFail(spec);  // open, not registered: still in use
+  CleanupReport report;
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_FALSE(report.removed);
+  EXPECT_EQ(removeIfUnused(name).code, Code::Busy);
+  EXPECT_TRUE(objectExists(spec));
+
+  ASSERT_TRUE(opened->attach());
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_FALSE(report.removed);
+  EXPECT_EQ(report.live, 1u);
+  opened.reset();
+
+  // Two processes die registered (at once, so neither takes the other's dead slot over): their slots
+  // stay Active until reaped.
+  Gate registered, go;
+  std::vector<pid_t> children;
+  for (int i = 0; i < 2; ++i) {
+    children.push_back(forkChild([&] {
+      go.closeWriter();
+      std::unique_ptr<Registry> registry;
+      if (!Registry::open(spec, {}, registry) || !registry->reserve(0, kMiB)) return 1;
+      registered.open();
+      (void)go.wait();  // returns once the parent closes its writer (end of file)
+      _exit(0);
+    }));
+  }
+  ASSERT_TRUE(registered.wait());
+  ASSERT_TRUE(registered.wait());
+  go.closeWriter();
+  for (pid_t c : children) ASSERT_EQ(waitChild(c), 0);
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_EQ(report.reaped, 2u);
+  EXPECT_EQ(report.live, 0u);
+  EXPECT_TRUE(report.removed);
+  EXPECT_FALSE(objectExists(spec));
+  EXPECT_EQ(cleanupMachine(name, report).code, Code::NotFound);
+}
+
+TEST(RegistryCleanup, ForkedChildHoldsItsOwnOpenerLock) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  auto parent = openOrFail(spec);
+  ASSERT_TRUE(parent->attach());
+  Gate registered, done;
+  const pid_t child = forkChild([&] {
+    // The fork handler closed our copy of the parent's descriptor; using the registry reopens it.
+    if (!parent->attach()) return 1;
+    registered.open();
+    return done.wait() ? 0 : 2;
+  });
+  KillOnExit guard{child};
+  ASSERT_TRUE(registered.wait());
+  parent.reset();  // the parent lets go; the child still uses the object
+  EXPECT_EQ(removeIfUnused(name).code, Code::Busy);
+  done.open();
+  EXPECT_EQ(waitChild(child), 0);
+  EXPECT_TRUE(removeIfUnused(name));
+}
+
+// Children register (open, attach, reserve) while the parent runs cleanups in a loop. Each child then
+// checks that the object on disk is the one it registered in (a fresh reader lists it), and it exits
+// with its slot still held, so some cleanups find dead slots to reap.
+TEST(RegistryCleanup, NeverRemovesUnderARegisteringProcess) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  constexpr int kChildren = 32;
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<pid_t> children;
+    Gate go;
+    for (int i = 0; i < kChildren; ++i) {
+      children.push_back(forkChild([&] {
+        go.closeWriter();
+        (void)go.wait();  // every child goes at once when the parent closes its writer
+        usleep(static_cast<useconds_t>((getpid() % 8) * 500));  // spread the registrations over the cleanups
+        std::unique_ptr<Registry> registry;
+        if (!Registry::open(spec, {}, registry)) return 1;
+        usleep(2000);  // opened, not registered yet: the window a cleanup must not use
+        if (!registry->reserve(0, kMiB)) return 1;
+        std::unique_ptr<Registry> reader;
+        if (!Registry::openReadOnly(name, reader)) return 2;  // our object was removed under us
+        for (const ProcessRecord& r : reader->processes())
+          if (r.pid == static_cast<uint32_t>(getpid())) _exit(0);  // dies registered: a slot to reap
+        return 2;  // the object on disk is another one: ours was unlinked
+      }));
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<uint32_t> reaped{0}, removed{0};
+    std::thread cleaner([&] {
+      while (!stop.load()) {
+        CleanupReport report;
+        const Status s = cleanupMachine(name, report);
+        if (s || s.code == Code::NotFound) {
+          reaped += report.reaped;
+          removed += report.removed ? 1 : 0;
+        } else {
+          ADD_FAILURE() << s.message;
+        }
+      }
+    });
+    go.closeWriter();
+    for (pid_t c : children) EXPECT_EQ(waitChild(c), 0);
+    stop.store(true);
+    cleaner.join();
+    CleanupReport last;
+    const Status s = cleanupMachine(name, last);
+    EXPECT_TRUE(s || s.code == Code::NotFound) << s.message;
+    EXPECT_FALSE(objectExists(spec));
+    EXPECT_GT(reaped.load() + last.reaped + removed.load(), 0u);
+  }
+}
+
+std::atomic<int> gServed{0};
+
+RequestResult writeHello(RequestOp op, const char* path) {
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return RequestResult::Failed;
+  std::fprintf(f, "hello %u from %d\n", static_cast<unsigned>(op), static_cast<int>(getpid()));
+  std::fclose(f);
+  gServed.fetch_add(1);
+  return RequestResult::Done;
+}
+
+// Posts request to slot of registry and waits for its ack; the ack word, or 0 after 10 s.
+uint64_t ask(Registry& tool, uint32_t slot, RequestOp op, uint32_t token) {
+  EXPECT_TRUE(tool.postRequest(slot, makeRequest(op, token)));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const uint64_t ack = tool.acknowledged(slot);
+    if (requestToken(ack) == token) return ack;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return 0;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(RegistryRequests, WatcherServesInThisProcessAndInAForkedChild) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  setRequestHandler(nullptr);
+  auto owner = openOrFail(spec);
+  ASSERT_TRUE(owner->attach());
+  const uint32_t mine = static_cast<uint32_t>(owner->slot());
+  std::unique_ptr<Registry> tool;
+  ASSERT_TRUE(Registry::openExisting(name, tool));
+
+  // No handler: answered, not served.
+  uint64_t ack = ask(*tool, mine, RequestOp::SnapshotPickle, 7);
+  EXPECT_EQ(ack, makeAck(RequestResult::NotSupported, 7));
+  EXPECT_EQ(owner->pendingRequest(), 0u);
+
+  setRequestHandler(&writeHello);
+  ack = ask(*tool, mine, RequestOp::SnapshotJson, 8);
+  ASSERT_EQ(ack, makeAck(RequestResult::Done, 8));
+  std::string dir;
+  ASSERT_TRUE(requestDirectory(geteuid(), false, dir));
+  const std::string file = requestFile(dir, mine, 8, RequestOp::SnapshotJson);
+  EXPECT_EQ(readFile(file), "hello 2 from " + std::to_string(getpid()) + "\n");
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  unlink(file.c_str());
+
+  // A forked child has no watcher until it registers; then its own thread answers for its slot.
+  Gate registered, done;
+  int slotPipe[2];
+  ASSERT_EQ(pipe(slotPipe), 0);
+  const pid_t child = forkChild([&] {
+    if (!owner->attach()) return 1;
+    const int32_t slot = owner->slot();
+    if (write(slotPipe[1], &slot, sizeof slot) != sizeof slot) return 2;
+    registered.open();
+    return done.wait() ? 0 : 3;
+  });
+  KillOnExit guard{child};
+  ASSERT_TRUE(registered.wait());
+  int32_t childSlot = -1;
+  ASSERT_EQ(read(slotPipe[0], &childSlot, sizeof childSlot), static_cast<ssize_t>(sizeof childSlot));
+  close(slotPipe[0]);
+  close(slotPipe[1]);
+  ASSERT_GE(childSlot, 0);
+  ASSERT_NE(static_cast<uint32_t>(childSlot), mine);
+  ack = ask(*tool, static_cast<uint32_t>(childSlot), RequestOp::SnapshotPickle, 9);
+  ASSERT_EQ(ack, makeAck(RequestResult::Done, 9));
+  const std::string childFile = requestFile(dir, static_cast<uint32_t>(childSlot), 9, RequestOp::SnapshotPickle);
+  EXPECT_EQ(readFile(childFile), "hello 1 from " + std::to_string(child) + "\n");
+  unlink(childFile.c_str());
+  done.open();
+  EXPECT_EQ(waitChild(child), 0);
+
+  // A dead owner's slot takes no request.
+  EXPECT_EQ(tool->postRequest(static_cast<uint32_t>(childSlot), makeRequest(RequestOp::SnapshotPickle, 10)).code,
+            Code::NotFound);
+  setRequestHandler(nullptr);
+  owner.reset();  // joins the watcher
+  tool.reset();
+  EXPECT_TRUE(removeIfUnused(name));
+}
+
+}  // namespace
+}  // namespace mtia::registry::test
