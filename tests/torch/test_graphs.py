@@ -1,5 +1,6 @@
 """MTIAGraph: a forward pass (matmul, add, relu) captured once and replayed 100 times with new inputs
 equals eager execution; two graphs share one pool."""
+import pytest
 import torch
 
 import torch_mtia
@@ -57,3 +58,33 @@ def test_two_graphs_share_a_pool():
     g1.replay()
     g2.replay()
     assert torch.equal(y2.cpu(), torch.full((32,), 12.0))
+
+
+def test_capturing_state_and_destroy_in_every_state():
+    assert not torch_mtia.is_current_stream_capturing()
+    g = torch_mtia.MTIAGraph()
+    del g  # never captured
+    x = torch.ones(16, device=DEV)
+    g = torch_mtia.MTIAGraph()
+    torch_mtia.synchronize()
+    g.capture_begin()
+    assert torch_mtia.is_current_stream_capturing()
+    y = x + x
+    del g, y  # mid-capture: destroying ends the capture
+    assert not torch_mtia.is_current_stream_capturing()
+    assert torch.equal((x + x).cpu(), torch.full((16,), 2.0))  # eager work runs again
+    g = torch_mtia.MTIAGraph()
+    with torch_mtia.graph(g):
+        z = x * 4
+    g.reset()
+    g.reset()  # idempotent
+    with torch_mtia.graph(g):  # a reset graph captures again
+        z = x * 5
+    g.replay()
+    assert torch.equal(z.cpu(), torch.full((16,), 5.0))
+
+
+def test_replay_without_capture_is_an_error():
+    g = torch_mtia.MTIAGraph()
+    with pytest.raises(RuntimeError, match="mtiaGraphReplay"):
+        g.replay()

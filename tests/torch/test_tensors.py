@@ -108,3 +108,25 @@ def test_second_device_through_the_guard():
     assert torch.equal((y + y).cpu(), x * 2)
     assert torch_mtia.current_device() == 0  # the guard restored it
     assert torch.equal(y.to(DEV).cpu(), x)  # device 1 to device 0
+
+
+def test_fallback_waits_for_work_queued_on_the_current_stream():
+    y = torch.zeros(1 << 16, device=DEV)
+    torch_mtia._C.sleep_on_stream(50_000)  # the fill below queues behind this
+    y.fill_(3.0)
+    # torch.exp has no device kernel: the fallback copies y to the host on the current stream, so it
+    # sees the fill, not the zeros
+    assert torch.equal(torch.exp(y).cpu(), torch.exp(torch.full((1 << 16,), 3.0)))
+
+
+def test_bad_input_raises_errors_naming_the_problem():
+    with pytest.raises(RuntimeError, match="mtiaSetDevice"):
+        torch_mtia.set_device(99)
+    with pytest.raises(RuntimeError):
+        torch.empty(2, device=torch.device("privateuseone", 99))
+    a = torch.ones(2, 3, device=DEV)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        a @ a
+    with pytest.raises(RuntimeError, match="pin_memory"):
+        torch.empty(2, device=DEV, pin_memory=True)
+    assert torch_mtia.current_device() == 0

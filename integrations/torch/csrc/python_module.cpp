@@ -252,4 +252,9 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("graph_pool", [&hooks](int64_t h) { return hooks.mtiagraphPool(h); });
   m.def("graph_pool_handle", [&hooks] { return hooks.graphPoolHandle(); });
+  m.def("is_current_stream_capturing", [] {
+    mtiaStreamCaptureStatus status = mtiaStreamCaptureStatusNone;
+    MTIA_CHECK(mtiaStreamIsCapturing(nullptr, &status));
+    return status != mtiaStreamCaptureStatusNone;
+  });
 }

@@ -124,7 +124,11 @@ int64_t loadInt(const char* p, int32_t dtype) {
     case mtiaTorchInt16: return loadAs<int16_t>(p);
     case mtiaTorchInt32: return loadAs<int32_t>(p);
     case mtiaTorchInt64: return loadAs<int64_t>(p);
-    default: return static_cast<int64_t>(loadDouble(p, dtype));  // float to int truncates, as C++ and PyTorch
+    default: {  // float to int truncates, as C++ and PyTorch; NaN and out-of-range values saturate
+      const double d = loadDouble(p, dtype);
+      if (d >= -9.2e18 && d <= 9.2e18) return static_cast<int64_t>(d);
+      return d > 0 ? INT64_MAX : (d < 0 ? INT64_MIN : 0);
+    }
   }
 }
 
@@ -198,6 +202,10 @@ char* at(const mtiaTorchTensorArg& t, int64_t offset) {
   return reinterpret_cast<char*>(t.data) + offset * elementSize(t.dtype);
 }
 
+// Integer arithmetic wraps around, as PyTorch's does on the CPU (and without undefined behaviour).
+int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+
 bool usesA(int32_t op) { return op != mtiaTorchOpFill; }
 bool usesB(int32_t op) { return op == mtiaTorchOpLinComb || op == mtiaTorchOpMul; }
 
@@ -223,11 +231,13 @@ void apply(const mtiaTorchElementwise& p, uint64_t i) {
     switch (p.op) {
       case mtiaTorchOpCopy: v = loadInt(a, p.a.dtype); break;
       case mtiaTorchOpFill: v = p.ialpha; break;
-      case mtiaTorchOpLinComb: v = p.ialpha * loadInt(a, p.a.dtype) + p.ibeta * loadInt(b, p.b.dtype); break;
-      case mtiaTorchOpScale: v = p.ialpha * loadInt(a, p.a.dtype); break;
-      case mtiaTorchOpMul: v = loadInt(a, p.a.dtype) * loadInt(b, p.b.dtype); break;
+      case mtiaTorchOpLinComb:
+        v = wrapAdd(wrapMul(p.ialpha, loadInt(a, p.a.dtype)), wrapMul(p.ibeta, loadInt(b, p.b.dtype)));
+        break;
+      case mtiaTorchOpScale: v = wrapMul(p.ialpha, loadInt(a, p.a.dtype)); break;
+      case mtiaTorchOpMul: v = wrapMul(loadInt(a, p.a.dtype), loadInt(b, p.b.dtype)); break;
       case mtiaTorchOpRelu: v = std::max<int64_t>(0, loadInt(a, p.a.dtype)); break;
-      case mtiaTorchOpSumInto: v = loadInt(out, p.out.dtype) + loadInt(a, p.a.dtype); break;
+      case mtiaTorchOpSumInto: v = wrapAdd(loadInt(out, p.out.dtype), loadInt(a, p.a.dtype)); break;
       default: break;
     }
     storeInt(out, p.out.dtype, v);

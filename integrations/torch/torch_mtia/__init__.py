@@ -10,7 +10,7 @@ import sys
 import torch
 
 from . import _C
-from ._graphs import MTIAGraph, graph, graph_pool_handle
+from ._graphs import MTIAGraph, graph, graph_pool_handle, is_current_stream_capturing
 from ._memory import (
     _dump_snapshot,
     attach_out_of_memory_observer,

@@ -34,6 +34,11 @@ class MTIAGraph:
             _C.graph_destroy(handle)
 
 
+def is_current_stream_capturing():
+    """True while the current stream captures work into a graph."""
+    return _C.is_current_stream_capturing()
+
+
 def graph_pool_handle():
     """A fresh pool id that several graphs' captures can share."""
     return tuple(_C.graph_pool_handle())
