@@ -26,10 +26,11 @@ def main():
     torch_mtia.current_stream().wait_stream(s)
     print(f"  side-stream result: {b.sum().item():.0f} (expected {2 * 256 * 256})")
 
-    x = torch.randn(64, 128, device=dev)
-    w = torch.randn(128, 128, device=dev)
-    bias = torch.randn(128, device=dev)
-    steps = 50
+    # A small layer, replayed many times: what graphs are for.
+    x = torch.randn(16, 64, device=dev)
+    w = torch.randn(64, 64, device=dev)
+    bias = torch.randn(64, device=dev)
+    steps = 200
     forward(x, w, bias)
     torch_mtia.synchronize()
     start = time.perf_counter()
