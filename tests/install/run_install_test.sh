@@ -102,9 +102,16 @@ config="$(find "$root" -name mtiaConfig.cmake | head -n 1)"
 [[ -n "$config" ]] || fail "no mtiaConfig.cmake in the install tree"
 prefix="$(pkg-config --variable=prefix mtia)"
 if [[ -n "$sysroot" && "$prefix" != "$sysroot"/* ]]; then prefix="$sysroot$prefix"; fi
+# Meson hands its compiler command over, which starts with the launcher when ccache is installed
+# ("ccache cc"): CMake takes the compiler and the launcher separately.
+read -r -a cc_words <<<"$cc"
+cmake_cc=(-DCMAKE_C_COMPILER="${cc_words[0]}")
+if ((${#cc_words[@]} > 1)) && [[ "${cc_words[0]##*/}" == ccache ]]; then
+  cmake_cc=(-DCMAKE_C_COMPILER="${cc_words[1]}" -DCMAKE_C_COMPILER_LAUNCHER="${cc_words[0]}")
+fi
 quietly "$cmake_tool" -S "$here/cmake_consumer" -B "$work/cmake-consumer" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON \
-  -DCMAKE_C_COMPILER="${cc%% *}" -DCMAKE_C_FLAGS="${extra_flags[*]}"
+  "${cmake_cc[@]}" -DCMAKE_C_FLAGS="${extra_flags[*]}"
 grep -h '^-- mtia ' "$work/quiet.log" || true
 quietly "$cmake_tool" --build "$work/cmake-consumer"
 run_consumer "$work/cmake-consumer/consumer"

@@ -1,0 +1,91 @@
+// capture() runs on the allocating thread before the allocator takes its lock: it takes the GIL
+// (PyTorch releases it around operators, so this cannot deadlock with the allocator) and copies the
+// frames into a table under a plain mutex. resolve() and release() only touch that table, never Python,
+// so a snapshot taken while another thread holds the GIL cannot deadlock either.
+#include "python_stacks.h"
+
+#include "mtia_check.h"
+
+#include <Python.h>
+#include <frameobject.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace torch_mtia {
+namespace {
+
+struct Frame {
+  std::string filename;
+  int64_t line;
+  std::string name;
+};
+
+std::mutex tableMutex;
+std::unordered_map<uint64_t, std::vector<Frame>>* table = new std::unordered_map<uint64_t, std::vector<Frame>>();
+std::atomic<uint64_t> nextId{1};
+
+std::string text(PyObject* unicode) {
+  const char* s = unicode != nullptr ? PyUnicode_AsUTF8(unicode) : nullptr;
+  if (s == nullptr) {
+    PyErr_Clear();
+    return "??";
+  }
+  return s;
+}
+
+uint64_t capture(void*) {
+  if (!Py_IsInitialized()) return 0;
+  std::vector<Frame> frames;
+  const PyGILState_STATE state = PyGILState_Ensure();
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+    frames.push_back({text(code->co_filename), PyFrame_GetLineNumber(frame), text(code->co_name)});
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or NULL
+    Py_DECREF(frame);
+    frame = back;
+  }
+  PyGILState_Release(state);
+  if (frames.empty()) return 0;
+  const uint64_t id = nextId.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(tableMutex);
+  table->emplace(id, std::move(frames));
+  return id;
+}
+
+void resolve(void*, uint64_t id, mtiaFrameSink emit, void* sink) {
+  std::vector<Frame> frames;
+  {
+    std::lock_guard<std::mutex> lock(tableMutex);
+    auto it = table->find(id);
+    if (it == table->end()) return;
+    frames = it->second;
+  }
+  for (const Frame& f : frames) emit(sink, f.filename.c_str(), f.line, f.name.c_str());
+}
+
+void release(void*, uint64_t id) {
+  std::lock_guard<std::mutex> lock(tableMutex);
+  table->erase(id);
+}
+
+}  // namespace
+
+void installPythonContextProvider() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mtiaContextProvider provider{};
+    provider.structSize = sizeof provider;
+    provider.capture = &capture;
+    provider.resolve = &resolve;
+    provider.release = &release;
+    MTIA_CHECK(mtiaMemorySetContextProvider(&provider));
+  });
+}
+
+}  // namespace torch_mtia

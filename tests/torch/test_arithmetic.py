@@ -1,0 +1,72 @@
+"""Arithmetic on the device equals the CPU's: add/sub/mul in Tensor and Scalar forms (broadcasting,
+type promotion, in place), relu, mm/addmm, sum."""
+import pytest
+import torch
+
+import torch_mtia
+
+DEV = torch_mtia.device(0)
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g)
+    return (x * 10).to(dtype) if not dtype.is_floating_point else x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32])
+def test_binary_tensor_forms(dtype):
+    a, b = rand(4, 5, dtype=dtype, seed=1), rand(4, 5, dtype=dtype, seed=2)
+    da, db = a.to(DEV), b.to(DEV)
+    assert torch.equal((da + db).cpu(), a + b)
+    assert torch.equal((da - db).cpu(), a - b)
+    assert torch.equal((da * db).cpu(), a * b)
+    assert torch.equal(torch.add(da, db, alpha=3).cpu(), torch.add(a, b, alpha=3))
+    assert torch.equal(torch.sub(da, db, alpha=2).cpu(), torch.sub(a, b, alpha=2))
+
+
+def test_broadcasting_strides_and_promotion():
+    a = rand(3, 4, seed=3)
+    row = rand(4, seed=4)
+    ints = torch.arange(4)
+    da = a.to(DEV)
+    assert torch.allclose((da + row.to(DEV)).cpu(), a + row)
+    assert torch.allclose((da.t() * rand(3, seed=5).to(DEV)).cpu(), a.t() * rand(3, seed=5))
+    promoted = da + ints.to(DEV)
+    assert promoted.dtype == torch.float32 and torch.allclose(promoted.cpu(), a + ints)
+    assert (ints.to(DEV) * 2.5).dtype == torch.float32
+    assert torch.equal((ints.to(DEV) * 2.5).cpu(), ints * 2.5)
+    assert torch.equal((da + torch.tensor(1.5)).cpu(), a + 1.5)  # CPU scalar tensor
+
+
+def test_scalar_forms_and_in_place():
+    a = rand(6, seed=6)
+    d = a.to(DEV)
+    assert torch.allclose((d + 2).cpu(), a + 2)
+    assert torch.allclose((d - 0.5).cpu(), a - 0.5)
+    assert torch.allclose((d * -3).cpu(), a * -3)
+    e = a.to(DEV)
+    e.add_(d, alpha=2)
+    e.sub_(d)
+    e.mul_(d)
+    assert torch.allclose(e.cpu(), (a + 2 * a - a) * a)
+
+
+def test_relu_mm_addmm_sum():
+    a, b = rand(5, 7, seed=7), rand(7, 3, seed=8)
+    bias = rand(3, seed=9)
+    da, db = a.to(DEV), b.to(DEV)
+    assert torch.equal(torch.relu(da).cpu(), torch.relu(a))
+    assert torch.equal(torch.relu(da.t()).cpu(), torch.relu(a.t()))
+    assert torch.allclose((da @ db).cpu(), a @ b, atol=1e-5)
+    assert torch.allclose((db.t() @ da.t()).cpu(), b.t() @ a.t(), atol=1e-5)  # strided operands
+    assert torch.allclose(torch.addmm(bias.to(DEV), da, db).cpu(), torch.addmm(bias, a, b), atol=1e-5)
+    assert torch.allclose(torch.addmm(bias.to(DEV), da, db, beta=0.5, alpha=2).cpu(),
+                          torch.addmm(bias, a, b, beta=0.5, alpha=2), atol=1e-5)
+    assert torch.allclose(da.sum().cpu(), a.sum(), atol=1e-5)
+    assert torch.allclose(da.sum(0).cpu(), a.sum(0), atol=1e-5)
+    assert torch.allclose(da.sum(1, keepdim=True).cpu(), a.sum(1, keepdim=True), atol=1e-5)
+    ints = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    s = ints.to(DEV).sum(1)
+    assert s.dtype == torch.int64 and torch.equal(s.cpu(), ints.sum(1))
+    assert torch.equal(torch.mm(ints.to(DEV), ints.t().to(DEV)).cpu(), ints @ ints.t())  # host path for ints
