@@ -112,11 +112,12 @@ MTIA_API mtiaError_t mtiamlDeviceGetInfo(int32_t dev, mtiamlDeviceInfo* info);
  * *count: then *count holds the number needed and nothing else is written), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtiamlProcessInfo* infos);
 /* Busy share of device dev from the processes' busy-time counters (engine time spent running each
- * process's commands). The sampling window is the time since the previous call for dev in this
- * process (mtia-smi -l 1: the last second); a process this library has not seen before counts from
- * when it registered, so the first call (a one-shot mtia-smi) gives each process's busy share since
- * its start. Shares of all live processes are summed and capped at 100; any busy time in the window
- * shows as at least 1. Never blocks. Errors: mtiaErrorInvalidValue (utilization NULL or structSize too
+ * process's commands) over a recent window, like NVML's sample period: each process checkpoints its
+ * busy time at most once a second while its device works, and the window of a process runs from its
+ * newest checkpoint at least half a second old to now (so the last one to two seconds of a working
+ * process, also for a one-shot mtia-smi; the share of a process gone idle fades as its checkpoint
+ * ages, e.g. under 3 % a minute after 100 %). Shares of all live processes are summed and capped at
+ * 100; any busy time in the window shows as at least 1. Never blocks. Errors: mtiaErrorInvalidValue (utilization NULL or structSize too
  * small), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* utilization);
 /* Where device dev sits in the host (hwloc; simulated devices are attached to the host's NUMA nodes

@@ -1,6 +1,7 @@
 #include "management.hpp"
 
 #include "runtime/core/error.hpp"
+#include "runtime/registry/busy_window.hpp"
 #include "runtime/registry/cleanup.hpp"
 #include "runtime/registry/requests.hpp"
 
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <random>
 #include <thread>
 
@@ -23,12 +23,6 @@ int gReferences = 0;
 [[noreturn]] void failRegistry(const registry::Status& status) {
   if (status.code == registry::Code::Permission) fail(mtiaErrorNotPermitted, "device registry: {}", status.message);
   fail(mtiaErrorInitializationError, "device registry unavailable: {}", status.message);
-}
-
-uint64_t realtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -174,31 +168,18 @@ topology::DeviceLocation Management::location(int32_t dev) const {
 Management::Utilization Management::utilization(int32_t dev) {
   device(dev);
   Utilization out;
-  std::map<std::pair<uint32_t, uint64_t>, BusySample> now;
   registry::Registry* reg = registry();
-  if (reg == nullptr) {
-    busy_[dev] = std::move(now);
-    return out;
-  }
-  const std::map<std::pair<uint32_t, uint64_t>, BusySample>& before = busy_[dev];
-  const uint64_t at = realtimeNs();
+  if (reg == nullptr) return out;
+  const uint64_t now = registry::monotonicClockNs();
   double share = 0;
-  bool anyBusy = false;
   for (const registry::ProcessRecord& r : reg->processes()) {
-    const uint64_t busy = r.devices[static_cast<size_t>(dev)].busyNs;
-    const std::pair<uint32_t, uint64_t> key{r.slot, r.registeredNs};
-    BusySample previous{0, r.registeredNs};
-    if (auto it = before.find(key); it != before.end() && it->second.busyNs <= busy) previous = it->second;
-    const uint64_t delta = busy - previous.busyNs;
-    if (at > previous.atNs) share += static_cast<double>(delta) / static_cast<double>(at - previous.atNs);
-    anyBusy = anyBusy || delta != 0;
-    out.busyNs += busy;
-    now[key] = BusySample{busy, at};
+    const registry::DeviceFigures& f = r.devices[static_cast<size_t>(dev)];
+    const double mine = registry::recentBusyShare(f.busyNs, f.busyMarks[0], f.busyMarks[1], now);
+    // Any busy time in the window shows as at least 1 %, so a working device never reads 0.
+    if (mine > 0) share += std::max(mine, 0.01);
+    out.busyNs += f.busyNs;
   }
-  const double percent = std::min(100.0, share * 100.0 + 0.5);
-  out.percent = static_cast<uint32_t>(percent);
-  if (anyBusy && out.percent == 0) out.percent = 1;
-  busy_[dev] = std::move(now);
+  out.percent = static_cast<uint32_t>(std::min(100.0, share * 100.0 + 0.5));
   return out;
 }
 

@@ -14,7 +14,6 @@
 
 #include <mtia/mtia_ml.h>
 
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,9 +48,9 @@ class Management {
     uint32_t percent = 0;
     uint64_t busyNs = 0;
   };
-  // Busy share of dev over the window since the previous call for dev (per process: since the process
-  // registered when this is the first call that sees it), summed over live processes, capped at 100;
-  // any busy time in the window shows as at least 1 %. InvalidDevice.
+  // Busy share of dev over each live process's recent window (the last one to two seconds while it
+  // works; registry/busy_window.hpp), summed and capped at 100; any busy time in the window shows as at
+  // least 1 %. InvalidDevice.
   Utilization utilization(int32_t dev);
 
   struct CleanupResult {
@@ -92,12 +91,6 @@ class Management {
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<topology::HostTopology> host_;
   std::vector<std::string> machines_;
-  struct BusySample {
-    uint64_t busyNs = 0;
-    uint64_t atNs = 0;  // CLOCK_REALTIME, like ProcessRecord::registeredNs
-  };
-  // Per device: the previous call's reading of each process, keyed by (slot, registeredNs).
-  std::map<int32_t, std::map<std::pair<uint32_t, uint64_t>, BusySample>> busy_;
 };
 
 }  // namespace mtia::ml

@@ -43,7 +43,8 @@ struct alignas(64) SlotDevice {
   std::atomic<uint64_t> peakReserved;
   std::atomic<uint64_t> peakAllocated;
   std::atomic<uint64_t> busyNs;         // engine time spent on the process's work
-  std::atomic<uint64_t> spare[3];
+  std::atomic<uint64_t> busyMarks[2];  // utilisation checkpoints, [1] the newer (busy_window.hpp)
+  std::atomic<uint64_t> spare;
 };
 
 enum class ExportState : uint32_t { Free = 0, Live = 1, Revoked = 2 };

@@ -1,6 +1,7 @@
 #include "registry.hpp"
 
 #include "admission.hpp"
+#include "busy_window.hpp"
 #include "fork_guard.hpp"
 #include "process_identity.hpp"
 #include "requests.hpp"
@@ -33,6 +34,8 @@ void clearCounters(Slot& slot) {
     d.peakReserved.store(0, std::memory_order_relaxed);
     d.peakAllocated.store(0, std::memory_order_relaxed);
     d.busyNs.store(0, std::memory_order_relaxed);
+    d.busyMarks[0].store(0, std::memory_order_relaxed);
+    d.busyMarks[1].store(0, std::memory_order_relaxed);
   }
   slot.request.store(0, std::memory_order_relaxed);
   slot.ack.store(0, std::memory_order_relaxed);
@@ -158,6 +161,9 @@ Status Registry::claimSlotLocked() {
     Slot& slot = slotAt(i);
     slot.seq.fetch_add(1, std::memory_order_acq_rel);  // odd: identity being written
     clearCounters(slot);
+    const uint64_t now = monotonicClockNs();
+    for (uint32_t d = 0; d < deviceCount(); ++d)  // utilisation windows start at registration
+      slot.devices[d].busyMarks[1].store(makeBusyMark(now, 0), std::memory_order_relaxed);
     slot.pid = me.pid;
     slot.pidnsInode = me.pidnsInode;
     slot.startTime = me.startTime;
@@ -255,11 +261,18 @@ void Registry::publishAllocated(uint32_t device, uint64_t bytes) {
   mine.allocated.store(bytes, std::memory_order_release);
 }
 
-void Registry::addBusy(uint32_t device, uint64_t ns) {
+void Registry::addBusy(uint32_t device, uint64_t ns, uint64_t nowNs) {
   refreshAfterFork();
   const int32_t own = slot_.load(std::memory_order_acquire);
   if (own < 0 || device >= deviceCount()) return;
-  slotAt(static_cast<uint32_t>(own)).devices[device].busyNs.fetch_add(ns, std::memory_order_relaxed);
+  SlotDevice& d = slotAt(static_cast<uint32_t>(own)).devices[device];
+  const uint64_t total = d.busyNs.fetch_add(ns, std::memory_order_relaxed) + ns;
+  // Engines of this process may race here; either one's checkpoint is a right one.
+  const uint64_t newer = d.busyMarks[1].load(std::memory_order_relaxed);
+  if (busyMarkDue(newer, nowNs)) {
+    d.busyMarks[0].store(newer, std::memory_order_relaxed);
+    d.busyMarks[1].store(makeBusyMark(nowNs, total), std::memory_order_relaxed);
+  }
 }
 
 std::vector<ProcessRecord> Registry::processes() const {
@@ -294,6 +307,8 @@ std::vector<ProcessRecord> Registry::processes() const {
         f.allocated = s.allocated.load(std::memory_order_acquire);
         f.peakAllocated = s.peakAllocated.load(std::memory_order_relaxed);
         f.busyNs = s.busyNs.load(std::memory_order_relaxed);
+        f.busyMarks[0] = s.busyMarks[0].load(std::memory_order_relaxed);
+        f.busyMarks[1] = s.busyMarks[1].load(std::memory_order_relaxed);
       }
 #if defined(__SANITIZE_THREAD__)
       // ThreadSanitizer models no fences (GCC refuses them under it): an acquire load stands in.

@@ -36,6 +36,7 @@ struct DeviceFigures {
   uint64_t peakReserved = 0;
   uint64_t peakAllocated = 0;
   uint64_t busyNs = 0;
+  uint64_t busyMarks[2] = {0, 0};  // the owner's utilisation checkpoints (busy_window.hpp)
 };
 
 // One live process as a reader sees it.
@@ -119,7 +120,9 @@ class Registry {
   void release(uint32_t device, uint64_t bytes);
   // The process allocator's allocated bytes: one relaxed store (plus a peak update when it grows).
   void publishAllocated(uint32_t device, uint64_t bytes);
-  void addBusy(uint32_t device, uint64_t ns);
+  // Engine time spent on this process's work, ending at nowNs (CLOCK_MONOTONIC): one relaxed add, plus
+  // a new utilisation checkpoint at most once a second (busy_window.hpp).
+  void addBusy(uint32_t device, uint64_t ns, uint64_t nowNs);
 
   // Device memory reserved by every live process; lock-free, so a sum taken while others reserve and
   // release may mix moments.

@@ -31,11 +31,12 @@ class MachineRegistry {
     if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
       registry->publishAllocated(static_cast<uint32_t>(device), bytes);
   }
-  // Engine time spent on this process's work, into its slot's busyNs (one relaxed add; dropped before
-  // the first reservation, like publishAllocated).
-  void addBusy(int32_t device, uint64_t ns) noexcept {
+  // Engine time spent on this process's work, ending at nowNs (CLOCK_MONOTONIC), into its slot (one
+  // relaxed add, a utilisation checkpoint at most once a second; dropped before the first reservation,
+  // like publishAllocated).
+  void addBusy(int32_t device, uint64_t ns, uint64_t nowNs) noexcept {
     if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
-      registry->addBusy(static_cast<uint32_t>(device), ns);
+      registry->addBusy(static_cast<uint32_t>(device), ns, nowNs);
   }
   // Whether the registry is open (after the first reservation or memory query); one acquire load.
   bool isOpen() const noexcept { return ready_.load(std::memory_order_acquire) != nullptr; }

@@ -178,7 +178,7 @@ class BusyTime {
   explicit BusyTime(Device& device) : device_(device), on_(device.machine().registry().isOpen()) {}
   ~BusyTime() {
     pause();
-    if (ns_ != 0) device_.machine().registry().addBusy(device_.index(), ns_);
+    if (ns_ != 0) device_.machine().registry().addBusy(device_.index(), ns_, end_);
   }
   void resume() {
     if (on_ && !running_) {
@@ -188,7 +188,8 @@ class BusyTime {
   }
   void pause() {
     if (running_) {
-      ns_ += monotonicNs() - start_;
+      end_ = monotonicNs();
+      ns_ += end_ - start_;
       running_ = false;
     }
   }
@@ -198,6 +199,7 @@ class BusyTime {
   const bool on_;
   bool running_ = false;
   uint64_t start_ = 0;
+  uint64_t end_ = 0;  // of the latest stretch
   uint64_t ns_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // readers while a writer hammers its slot (case 9), the request word.
 #include "registry_test_util.hpp"
 
+#include "runtime/registry/busy_window.hpp"
 #include "runtime/registry/requests.hpp"
 
 #include <gtest/gtest.h>
@@ -55,7 +56,7 @@ TEST(RegistryCapacity, FiguresAndPeaksArePublishedPerProcess) {
   ASSERT_TRUE(registry->reserve(1, 8 * kMiB));
   registry->publishAllocated(1, 5 * kMiB);
   registry->publishAllocated(1, 3 * kMiB);
-  registry->addBusy(1, 1500);
+  registry->addBusy(1, 1500, monotonicClockNs());
   registry->release(1, 2 * kMiB);
   std::unique_ptr<Registry> reader;
   ASSERT_TRUE(Registry::openReadOnly(spec.objectName(geteuid()), reader));
