@@ -6,9 +6,7 @@
 # Usage: cleanup_test_machines.sh MTIA_SMI
 set -euo pipefail
 smi=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 for prefix in test- regtest-; do
   "$smi" cleanup --all-machines --machine-prefix "$prefix" --json >"$work/out.json" 2>"$work/err" ||
     fail "mtia-smi cleanup --machine-prefix $prefix: exit $? ($(cat "$work/err"))"

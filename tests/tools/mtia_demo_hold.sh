@@ -6,14 +6,7 @@
 set -euo pipefail
 demo=$1
 smi=$2
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
 wait_holding() { # wait_holding PID OUT
   for _ in $(seq 1 1200); do

@@ -8,19 +8,7 @@ set -euo pipefail
 smi=$1
 layout=$(sed -n 's/.*kLayoutVersion = \([0-9]*\);.*/\1/p' "$2")
 [[ -n $layout ]] || { echo "FAIL: no kLayoutVersion in $2" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect() { # expect CODE TEXT args...: exit CODE, empty stdout, stderr containing TEXT
-  local code=$1 text=$2
-  shift 2
-  local got=0
-  "$smi" "$@" >"$work/out" 2>"$work/err" || got=$?
-  [[ $got == "$code" ]] || fail "mtia-smi $*: exit $got, expected $code (stderr: $(cat "$work/err"))"
-  [[ ! -s $work/out ]] || fail "mtia-smi $*: wrote to stdout: $(cat "$work/out")"
-  grep -qF -- "$text" "$work/err" || fail "mtia-smi $*: stderr lacks '$text': $(cat "$work/err")"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
 expect 2 "--nosuch" --nosuch
 expect 2 "unknown field 'memory.bogus'" --query-gpu=index,memory.bogus --format=csv
@@ -46,7 +34,7 @@ MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
 # planted under our name by another user (/dev/shm is world-writable). Needs root to plant it.
 if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null; then
   planted=/dev/shm/mtia_registry.v$layout.u0.test-planted-by-nobody.$$
-  trap 'rm -rf "$work" "$planted" "$planted.lock"' EXIT
+  leftovers+=("$planted" "$planted.lock")
   install -m 600 /dev/null "$planted.lock"
   install -o nobody -m 600 /dev/null "$planted"
   truncate -s 1M "$planted"

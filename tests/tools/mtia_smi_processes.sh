@@ -6,27 +6,14 @@
 set -euo pipefail
 smi=$1
 holder=$2
-work=$(mktemp -d)
-pid=
-cleanup() {
-  [[ -n $pid ]] && kill -9 "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-run() { # run NAME args...: stdout to $work/NAME; exit 0 and an empty stderr required
-  local name=$1
-  shift
-  "$smi" "$@" >"$work/$name" 2>"$work/$name.err" || fail "mtia-smi $*: exit $? ($(cat "$work/$name.err"))"
-  [[ ! -s $work/$name.err ]] || fail "mtia-smi $*: wrote to stderr: $(cat "$work/$name.err")"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
 run before.csv --query-gpu=index,memory.used --format=csv,noheader,nounits
 [[ "$(cat "$work/before.csv")" == $'0, 0\n1, 0' ]] || fail "machine not idle at start: $(cat "$work/before.csv")"
 
 "$holder" 96 1 >"$work/holder.out" &
 pid=$!
+pids+=("$pid")
 for _ in $(seq 1 200); do
   [[ -s $work/holder.out ]] && break
   kill -0 "$pid" 2>/dev/null || fail "smi_holder died"
@@ -84,7 +71,7 @@ grep -qF "$(cat "$work/list.txt")" "$work/all_list.txt" || fail "all_list.txt la
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
-pid=
+pids=()
 
 run after.csv --query-compute-apps=pid,process_name --format=csv,noheader
 [[ ! -s $work/after.csv ]] || fail "killed process still listed: $(cat "$work/after.csv")"

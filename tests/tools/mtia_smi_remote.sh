@@ -9,30 +9,8 @@ set -euo pipefail
 smi=$1
 holder=$2
 mem=$3
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
-run() { # run NAME args...: stdout to $work/NAME; exit 0 and an empty stderr required
-  local name=$1
-  shift
-  "$smi" "$@" >"$work/$name" 2>"$work/$name.err" || fail "mtia-smi $*: exit $? ($(cat "$work/$name.err"))"
-  [[ ! -s $work/$name.err ]] || fail "mtia-smi $*: wrote to stderr: $(cat "$work/$name.err")"
-}
-expect() { # expect CODE TEXT args...: exit CODE, empty stdout, stderr containing TEXT
-  local code=$1 text=$2
-  shift 2
-  local got=0
-  "$smi" "$@" >"$work/out" 2>"$work/err" || got=$?
-  [[ $got == "$code" ]] || fail "mtia-smi $*: exit $got, expected $code (stderr: $(cat "$work/err"))"
-  [[ ! -s $work/out ]] || fail "mtia-smi $*: wrote to stdout: $(cat "$work/out")"
-  grep -qF -- "$text" "$work/err" || fail "mtia-smi $*: stderr lacks '$text': $(cat "$work/err")"
-}
 start_holder() { # start_holder NAME args...: sets $started to its pid once it printed "ready"
   local name=$1
   shift

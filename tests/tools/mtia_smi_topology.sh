@@ -8,9 +8,7 @@
 set -euo pipefail
 smi=$1
 golden=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
 MTIA_SIM_DEVICES=7 "$smi" topo -m >"$work/topo7.txt" 2>"$work/err" || fail "topo -m: $(cat "$work/err")"
 [[ ! -s $work/err ]] || fail "topo -m wrote to stderr: $(cat "$work/err")"

@@ -7,16 +7,7 @@
 set -euo pipefail
 smi=$1
 golden=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-run() { # run NAME args...: stdout to $work/NAME; exit 0 and an empty stderr required
-  local name=$1
-  shift
-  "$smi" "$@" >"$work/$name" 2>"$work/$name.err" || fail "mtia-smi $*: exit $? ($(cat "$work/$name.err"))"
-  [[ ! -s $work/$name.err ]] || fail "mtia-smi $*: wrote to stderr: $(cat "$work/$name.err")"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
 normalise() { sed -E -e 's/MTIA-SMI( version +:)? [0-9]+\.[0-9]+\.[0-9]+/MTIA-SMI\1 VERSION/' \
   -e 's/MTIA-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/MTIA-UUID/g' "$1"; }
