@@ -70,3 +70,46 @@ def test_relu_mm_addmm_sum():
     s = ints.to(DEV).sum(1)
     assert s.dtype == torch.int64 and torch.equal(s.cpu(), ints.sum(1))
     assert torch.equal(torch.mm(ints.to(DEV), ints.t().to(DEV)).cpu(), ints @ ints.t())  # host path for ints
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_precision_arithmetic_equals_cpu(dtype):
+    a, b = rand(4, 5, dtype=dtype, seed=6), rand(4, 5, dtype=dtype, seed=7)
+    da, db = a.to(DEV), b.to(DEV)
+    assert (da + db).dtype == dtype
+    assert torch.equal((da + db).cpu(), a + b)
+    assert torch.equal((da - db).cpu(), a - b)
+    assert torch.equal((da * db).cpu(), a * b)
+    assert torch.equal((da * 3).cpu(), a * 3)
+    assert torch.equal(torch.relu(da).cpu(), torch.relu(a.float()).to(dtype))  # no CPU half relu here
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_precision_sum_accumulates_wide(dtype):
+    # A running total kept in half stops growing at 2048 (2049 is not representable); the CPU
+    # accumulates in float32 and rounds once.
+    ones = torch.ones(4096, dtype=dtype)
+    assert ones.to(DEV).sum().item() == ones.sum().item() == 4096
+    x = rand(64, 48, dtype=dtype, seed=8)
+    dx = x.to(DEV)
+    for got, want in [(dx.sum(), x.sum()), (dx.sum(0), x.sum(0)), (dx.t().sum(1), x.t().sum(1)),
+                      (dx.sum(1, keepdim=True), x.sum(1, keepdim=True))]:
+        assert got.dtype == want.dtype == dtype and got.shape == want.shape
+        # the CPU's order of additions differs; both round one wide total
+        assert torch.allclose(got.cpu().float(), want.float(), rtol=1e-2, atol=1e-2)
+    assert dx.sum(dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_cpu_scalar_tensor_either_side(dtype):
+    # torch.tensor(0.1) * x: the CPU converts the scalar to x's dtype first.
+    x = rand(3, 4, dtype=dtype, seed=9)
+    dx = x.to(DEV)
+    s = torch.tensor(0.1)
+    for got, want in [(s * dx, s * x), (dx * s, x * s), (s + dx, s + x), (s - dx, s - x), (dx - s, x - s)]:
+        assert got.device == DEV and got.dtype == want.dtype == dtype
+        assert torch.equal(got.cpu(), want)
+    i = torch.tensor(3)
+    assert torch.equal((i * dx).cpu(), i * x)
+    with pytest.raises(RuntimeError):
+        torch.tensor(1.0).add_(dx)  # a CPU tensor cannot take a device result in place

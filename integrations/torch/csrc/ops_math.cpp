@@ -24,6 +24,13 @@ void checkOperands(const at::Tensor& self, const at::Tensor& other) {
               self.device(), ", got one on ", other.device());
 }
 
+// The device of a binary op's operands: either may be a CPU scalar (torch.tensor(2.) * x), not both.
+const at::Tensor& deviceOperand(const at::Tensor& self, const at::Tensor& other) {
+  const at::Tensor& d = isCpuScalar(self) && !isCpuScalar(other) ? other : self;
+  checkOperands(d, &d == &self ? other : self);
+  return d;
+}
+
 bool builtinEligible(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
   return out.scalar_type() == at::kFloat && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
          out.is_contiguous() && a.is_contiguous() && b.is_contiguous() && a.sizes() == out.sizes() &&
@@ -59,17 +66,20 @@ at::Tensor scalarTensor(const c10::Scalar& s, at::ScalarType type, const at::Ten
   return d;
 }
 
-at::Tensor onDevice(const at::Tensor& t, const at::Tensor& like) {
+// A CPU scalar operand becomes a 0-dim device tensor of the op's computation type: converted first, as
+// the CPU converts a wrapped scalar to the common dtype before the arithmetic, so float32 and float16
+// results round as the CPU's do.
+at::Tensor onDevice(const at::Tensor& t, const at::Tensor& like, at::ScalarType type) {
   if (!isCpuScalar(t)) return t;
-  return scalarTensor(t.item(), t.scalar_type(), like);
+  return scalarTensor(t.to(type).item(), type, like);
 }
 
 at::Tensor binary(const at::Tensor& self, const at::Tensor& other, bool multiply, const c10::Scalar& sb) {
-  checkOperands(self, other);
-  const c10::DeviceGuard guard(self.device());
+  const at::Tensor& dev = deviceOperand(self, other);
+  const c10::DeviceGuard guard(dev.device());
   const at::ScalarType type = at::result_type(self, other);
-  at::Tensor out = emptyDevice(at::infer_size(self.sizes(), other.sizes()), type, self.device());
-  binaryInto(out, self, onDevice(other, self), multiply, 1, sb);
+  at::Tensor out = emptyDevice(at::infer_size(self.sizes(), other.sizes()), type, dev.device());
+  binaryInto(out, onDevice(self, dev, type), onDevice(other, dev, type), multiply, 1, sb);
   return out;
 }
 
@@ -80,7 +90,7 @@ at::Tensor& binaryInPlace(at::Tensor& self, const at::Tensor& other, bool multip
               self.sizes(), " doesn't match the broadcast shape of ", other.sizes());
   TORCH_CHECK(at::canCast(at::result_type(self, other), self.scalar_type()), "torch_mtia: result type ",
               at::result_type(self, other), " can't be cast to the desired output type ", self.scalar_type());
-  binaryInto(self, self, onDevice(other, self), multiply, 1, sb);
+  binaryInto(self, self, onDevice(other, self, at::result_type(self, other)), multiply, 1, sb);
   return self;
 }
 
@@ -173,7 +183,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   if (beta.equal(0)) {  // self is ignored, NaN included, as in PyTorch
     binaryInto(out, product, product, false, alpha, 0);
   } else {
-    binaryInto(out, onDevice(self, product), product, false, beta, alpha);
+    binaryInto(out, onDevice(self, product, product.scalar_type()), product, false, beta, alpha);
   }
   return out;
 }
@@ -211,17 +221,25 @@ at::Tensor sumDims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
     launchBuiltin("reduce_sum_f32", {&o, &a, &n}, 1);
     return out;
   }
-  out.zero_();
-  if (self.numel() == 0) return out;
-  // Iterate over self's index space; out's strides are 0 along the summed dims.
+  // The kernel adds each element into out in out's dtype: reduced-precision floats (half, bfloat16)
+  // and float32 accumulate in a float64 tensor instead, converted to the output dtype at the end (as
+  // PyTorch accumulates in a wider type; a half running total stops growing at 2048).
+  const bool widen = type == at::kHalf || type == at::kBFloat16 || type == at::kFloat;
+  at::Tensor acc = widen ? emptyDevice(outSizes, at::kDouble, self.device()) : out;
+  acc.zero_();
+  if (self.numel() == 0) {
+    if (widen) out.zero_();
+    return out;
+  }
+  // Iterate over self's index space; acc's strides are 0 along the summed dims.
   mtiaTorchElementwise p{};
   p.op = mtiaTorchOpSumInto;
   TORCH_CHECK(ndim <= MTIA_TORCH_MAX_DIMS, "torch_mtia: sum of more than ", MTIA_TORCH_MAX_DIMS, " dims");
   p.ndim = static_cast<int32_t>(ndim);
   p.numel = static_cast<uint64_t>(self.numel());
   p.a = tensorArg(self, self.sizes());
-  p.out.data = reinterpret_cast<uint64_t>(out.data_ptr());
-  p.out.dtype = kernelDtype(type);
+  p.out.data = reinterpret_cast<uint64_t>(acc.data_ptr());
+  p.out.dtype = kernelDtype(acc.scalar_type());
   int64_t outDim = 0;
   for (int64_t d = 0; d < ndim; ++d) {
     p.sizes[d] = self.size(d);
@@ -229,10 +247,11 @@ at::Tensor sumDims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool ke
       p.out.strides[d] = 0;
       if (keepdim) ++outDim;
     } else {
-      p.out.strides[d] = out.stride(outDim++);
+      p.out.strides[d] = acc.stride(outDim++);
     }
   }
   launchElementwise(p);
+  if (widen) copyOnDevice(out, acc);
   return out;
 }
 
