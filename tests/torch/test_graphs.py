@@ -88,3 +88,17 @@ def test_replay_without_capture_is_an_error():
     g = torch_mtia.MTIAGraph()
     with pytest.raises(RuntimeError, match="mtiaGraphReplay"):
         g.replay()
+
+
+def test_failed_capture_begin_restores_the_current_stream():
+    g = torch_mtia.MTIAGraph()
+    x = torch.zeros(8, device=DEV)
+    with torch_mtia.graph(g):
+        x.add_(1)
+    before = torch_mtia.current_stream()
+    side = torch_mtia.Stream()
+    with pytest.raises(RuntimeError):
+        with torch_mtia.graph(g, stream=side):  # g holds a graph already: capture_begin refuses
+            x.add_(1)
+    assert torch_mtia.current_stream() == before
+    assert not torch_mtia.is_current_stream_capturing()

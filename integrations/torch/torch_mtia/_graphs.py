@@ -61,7 +61,11 @@ class graph:  # noqa: N801 - torch.mtia's name
         synchronize()
         empty_cache()
         self.stream_context.__enter__()
-        self.mtia_graph.capture_begin(self.pool)
+        try:
+            self.mtia_graph.capture_begin(self.pool)
+        except BaseException:
+            self.stream_context.__exit__(None, None, None)
+            raise
 
     def __exit__(self, *exc):
         try:
