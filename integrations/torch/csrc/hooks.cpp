@@ -14,19 +14,26 @@ namespace {
 std::mutex observersMutex;
 std::vector<OutOfMemoryObserver>* observers = nullptr;  // leaked: observers stay for the process
 
-// The runtime calls this with no lock of its own held, on the failing thread.
-void notifyObservers(int dev, size_t requested, size_t total, size_t free, void*) {
-  std::vector<OutOfMemoryObserver> copy;
-  {
-    std::lock_guard<std::mutex> lock(observersMutex);
-    if (observers != nullptr) copy = *observers;
-  }
-  for (auto& observer : copy) {
-    try {
-      observer(dev, static_cast<int64_t>(requested), static_cast<int64_t>(total), static_cast<int64_t>(free));
-    } catch (const std::exception& e) {
-      LOG(WARNING) << "torch_mtia: an out-of-memory observer failed: " << e.what();
+// The runtime calls this with no lock of its own held, on the failing thread. A C callback: nothing
+// may escape it (copying the list may throw bad_alloc, an observer anything).
+void notifyObservers(int dev, size_t requested, size_t total, size_t free, void*) noexcept {
+  try {
+    std::vector<OutOfMemoryObserver> copy;
+    {
+      std::lock_guard<std::mutex> lock(observersMutex);
+      if (observers != nullptr) copy = *observers;
     }
+    for (auto& observer : copy) {
+      try {
+        observer(dev, static_cast<int64_t>(requested), static_cast<int64_t>(total), static_cast<int64_t>(free));
+      } catch (const std::exception& e) {
+        LOG(WARNING) << "torch_mtia: an out-of-memory observer failed: " << e.what();
+      } catch (...) {
+        LOG(WARNING) << "torch_mtia: an out-of-memory observer failed";
+      }
+    }
+  } catch (...) {
+    // Out of host memory while copying the observers: they are not told.
   }
 }
 
@@ -116,9 +123,11 @@ int64_t MTIAHooks::getCurrentRawStream(c10::DeviceIndex device) const { return c
 c10::Stream MTIAHooks::getDefaultStream(c10::DeviceIndex device) const { return defaultStream(device); }
 
 void MTIAHooks::setCurrentStream(const c10::Stream& stream) const {
-  // As _mtia_setCurrentStream: the stream's device becomes the current device too.
+  // As _mtia_setCurrentStream: the stream's device becomes the current device too. The stream is
+  // resolved first, so that a stream that is not ours (or gone) changes nothing.
+  mtiaStream_t handle = streamHandle(stream);
   MTIA_CHECK(mtiaSetDevice(stream.device_index()));
-  MTIA_CHECK(mtiaSetCurrentStream(streamHandle(stream)));
+  MTIA_CHECK(mtiaSetCurrentStream(handle));
 }
 
 mtiaMemoryStats MTIAHooks::memoryStats(c10::DeviceIndex device) const {

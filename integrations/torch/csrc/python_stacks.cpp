@@ -37,41 +37,68 @@ std::string text(PyObject* unicode) {
   return s;
 }
 
-uint64_t capture(void*) {
-  if (!Py_IsInitialized()) return 0;
+// The frames of the calling thread's Python stack, innermost first; may throw (bad_alloc).
+std::vector<Frame> pythonFrames() {
   std::vector<Frame> frames;
   const PyGILState_STATE state = PyGILState_Ensure();
   PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
-  while (frame != nullptr) {
-    PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    frames.push_back({text(code->co_filename), PyFrame_GetLineNumber(frame), text(code->co_name)});
-    Py_DECREF(code);
-    PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or NULL
-    Py_DECREF(frame);
-    frame = back;
+  try {
+    while (frame != nullptr) {
+      PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+      Frame f{text(code->co_filename), PyFrame_GetLineNumber(frame), text(code->co_name)};
+      Py_DECREF(code);
+      frames.push_back(std::move(f));
+      PyFrameObject* back = PyFrame_GetBack(frame);  // new reference or NULL
+      Py_DECREF(frame);
+      frame = back;
+    }
+  } catch (...) {
+    Py_XDECREF(frame);
+    PyGILState_Release(state);
+    throw;
   }
   PyGILState_Release(state);
-  if (frames.empty()) return 0;
-  const uint64_t id = nextId.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(tableMutex);
-  table->emplace(id, std::move(frames));
-  return id;
+  return frames;
 }
 
-void resolve(void*, uint64_t id, mtiaFrameSink emit, void* sink) {
-  std::vector<Frame> frames;
-  {
+// The provider's callbacks are C callbacks, called inside mtiaMalloc and friends: nothing may escape
+// them. A capture that fails (out of host memory) records no context (0).
+uint64_t capture(void*) noexcept {
+  try {
+    if (!Py_IsInitialized()) return 0;
+    std::vector<Frame> frames = pythonFrames();
+    if (frames.empty()) return 0;
+    const uint64_t id = nextId.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(tableMutex);
-    auto it = table->find(id);
-    if (it == table->end()) return;
-    frames = it->second;
+    table->emplace(id, std::move(frames));
+    return id;
+  } catch (...) {
+    return 0;
   }
-  for (const Frame& f : frames) emit(sink, f.filename.c_str(), f.line, f.name.c_str());
 }
 
-void release(void*, uint64_t id) {
-  std::lock_guard<std::mutex> lock(tableMutex);
-  table->erase(id);
+void resolve(void*, uint64_t id, mtiaFrameSink emit, void* sink) noexcept {
+  try {
+    std::vector<Frame> frames;
+    {
+      std::lock_guard<std::mutex> lock(tableMutex);
+      auto it = table->find(id);
+      if (it == table->end()) return;
+      frames = it->second;
+    }
+    for (const Frame& f : frames) emit(sink, f.filename.c_str(), f.line, f.name.c_str());
+  } catch (...) {
+    // Out of host memory: the stack stays unresolved.
+  }
+}
+
+void release(void*, uint64_t id) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(tableMutex);
+    table->erase(id);
+  } catch (...) {
+    // std::mutex::lock may throw system_error; the entry stays.
+  }
 }
 
 }  // namespace
