@@ -1,5 +1,8 @@
 """Streams and events: current/default streams and the stream context, ordering across streams through
 events and wait_stream, query/synchronize, event timing, and record_stream deferring reuse."""
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -88,10 +91,102 @@ def test_record_stream_defers_reuse_until_the_stream_is_done():
     torch_mtia.empty_cache()
 
 
+def test_stream_packs_into_a_torch_stream_and_back():
+    # torch.Stream carries (device type, index, id) packed into 64 bits; the runtime's stream id must
+    # survive it, for two different streams, and name a live stream again.
+    s, t = torch_mtia.Stream(), torch_mtia.Stream(priority=-1)
+    packed, packed_t = torch_mtia._C.pack_stream(s._ref), torch_mtia._C.pack_stream(t._ref)
+    assert packed != packed_t
+    assert s.torch_stream.device == DEV
+    assert torch_mtia._C.unpack_stream(s.torch_stream._cdata) == s._ref
+    assert torch_mtia._C.unpack_stream(packed_t) == t._ref != s._ref
+    back = torch_mtia.Stream(_ref=torch_mtia._C.unpack_stream(packed_t))
+    assert back == t and back.priority == t.priority
+    with torch_mtia.stream(back):
+        assert torch_mtia.current_stream() == t
+
+
 def test_streams_of_the_pool_through_torch():
     # DeviceGuardImplInterface.getStreamFromGlobalPool, reached through torch's generic stream API.
-    s = torch_mtia.Stream()
-    packed = torch_mtia._C.pack_stream(s._ref)
-    assert torch_mtia._C.unpack_stream(packed) == s._ref
     ids = {torch_mtia._C.pool_stream(0, False)[0] for _ in range(20)}
     assert 1 < len(ids) <= 8
+
+
+def test_record_stream_block_is_reusable_once_the_side_stream_finished():
+    side = torch_mtia.Stream()
+    n = 1 << 18
+    side.wait_stream(torch_mtia.current_stream())
+    b = torch.empty(n, device=DEV)
+    ptr = b.data_ptr()
+    with torch_mtia.stream(side):
+        torch_mtia._C.sleep_on_stream(1_000)
+    b.record_stream(side.torch_stream)
+    del b
+    side.synchronize()
+    c = torch.empty(n, device=DEV)  # side got past the use: the block comes back
+    assert c.data_ptr() == ptr
+
+
+def test_non_blocking_copies_follow_stream_order():
+    side = torch_mtia.Stream()
+    x = torch.zeros(1 << 16, device=DEV)
+    side.wait_stream(torch_mtia.current_stream())
+    with torch_mtia.stream(side):
+        torch_mtia._C.sleep_on_stream(50_000)
+        x.fill_(3.0)  # lands after the sleep
+        host = x.to("cpu", non_blocking=True)  # a pageable destination is complete on return
+        assert torch.equal(host, torch.full((1 << 16,), 3.0))
+        back = torch.empty(1 << 16, device=DEV)
+        back.copy_(host * 2, non_blocking=True)
+    side.synchronize()
+    assert torch.equal(back.cpu(), torch.full((1 << 16,), 6.0))
+
+
+def test_resize_keeps_the_old_bytes_on_another_stream():
+    # x's block belongs to side; resize_ copies it on the current stream, which is busy, and drops it.
+    # Side's next allocation of that size must not get the block before the copy read it.
+    side = torch_mtia.Stream()
+    side.wait_stream(torch_mtia.current_stream())
+    with torch_mtia.stream(side):
+        x = torch.arange(1 << 14, dtype=torch.float32).to(DEV)
+    torch_mtia.current_stream().wait_stream(side)
+    torch_mtia._C.sleep_on_stream(200_000)  # the current stream gets to the copy late
+    x.resize_(1 << 15)
+    with torch_mtia.stream(side):
+        filler = torch.full((1 << 14,), -1.0, device=DEV)
+    torch_mtia.synchronize()
+    assert torch.equal(x[: 1 << 14].cpu(), torch.arange(1 << 14, dtype=torch.float32))
+    del filler
+
+
+def test_collected_stream_that_is_still_current_does_not_abort():
+    # The Stream object goes away while its stream is current and autograd's engine asks the guard
+    # for it (getStream / exchangeStream are noexcept): it must keep working, in a child process so
+    # that an abort is a failure rather than the end of the test run.
+    code = """if True:
+        import gc, torch, torch_mtia
+        s = torch_mtia.Stream()
+        sid = s.stream_id
+        torch_mtia.set_stream(s)
+        del s
+        gc.collect()
+        x = torch.ones(4, device=torch_mtia.device(0)).requires_grad_()
+        (x * 2).sum().backward()
+        assert torch.equal(x.grad.cpu(), torch.full((4,), 2.0))
+        assert torch_mtia.current_stream().stream_id == sid
+        t = torch_mtia.Stream()  # the released stream is handed out again, never destroyed
+        assert t.stream_id == sid
+        print("ok")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_released_streams_are_handed_out_again():
+    s = torch_mtia.Stream()
+    sid = s.stream_id
+    del s
+    again = torch_mtia.Stream()
+    assert again.stream_id == sid
+    other = torch_mtia.Stream()
+    assert other.stream_id != sid

@@ -42,10 +42,8 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void uncheckedSetDevice(c10::Device d) const noexcept override { mtiaSetDevice(d.index()); }
 
-  c10::Stream getStream(c10::Device d) const noexcept override {
-    // noexcept in 1.13: a failure here is a broken runtime, and terminating says so.
-    return currentStream(d.index());
-  }
+  // noexcept in 1.13: a failure (a broken runtime) falls back to the default stream and is logged.
+  c10::Stream getStream(c10::Device d) const noexcept override { return currentStreamNoThrow(d.index()); }
 
   c10::Stream getDefaultStream(c10::Device d) const override { return defaultStream(d.index()); }
 
@@ -53,9 +51,16 @@ class GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return poolStream(d.index(), isHighPriority);
   }
 
+  // noexcept: a stream that is not ours, or a failing runtime, leaves the current stream as it was
+  // (logged) rather than terminating.
   c10::Stream exchangeStream(c10::Stream s) const noexcept override {
-    c10::Stream previous = currentStream(s.device_index());
-    mtiaSetCurrentStream(streamHandle(s));
+    const c10::Stream previous = currentStreamNoThrow(s.device_index());
+    try {
+      const mtiaError_t status = mtiaSetCurrentStream(streamHandle(s));
+      if (status != mtiaSuccess) LOG(WARNING) << describeFailure(status, "mtiaSetCurrentStream");
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "torch_mtia: exchangeStream: " << e.what();
+    }
     return previous;
   }
 

@@ -160,6 +160,9 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
     c10::DataPtr grown = deviceAllocator()->allocate(needed);
     if (storage->nbytes() != 0) {
       MTIA_CHECK(mtiaMemcpyAsync(grown.get(), storage->data(), storage->nbytes(), mtiaMemcpyDeviceToDevice, nullptr));
+      // The copy reads the old block on the current stream, which need not be the stream it was
+      // allocated on: dropping it below must not let that stream reuse it before the copy ran.
+      MTIA_CHECK(mtiaRecordStream(storage->data(), nullptr));
     }
     storage->set_data_ptr_noswap(std::move(grown));
     storage->set_nbytes(needed);

@@ -174,7 +174,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_stream", [&hooks](const StreamRef& s) { hooks.setCurrentStream(stream(s)); });
   m.def("pool_stream", [](int d, bool high) { return ref(poolStream(static_cast<c10::DeviceIndex>(d), high)); });
   m.def("create_stream", [](int d, int priority) { return ref(createStream(static_cast<c10::DeviceIndex>(d), priority)); });
-  m.def("destroy_stream", [](const StreamRef& s) { destroyStream(stream(s)); });
+  m.def("release_stream", [](const StreamRef& s, int priority) { releaseStream(stream(s), priority); });
   m.def("stream_priority", [](const StreamRef& s) {
     int p = 0;
     MTIA_CHECK(mtiaStreamGetPriority(streamHandle(stream(s)), &p));
@@ -241,7 +241,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("attach_out_of_memory_observer", &attachObserver);
 
   m.def("graph_create", [&hooks](bool keep) { return hooks.mtiagraphCreate(keep); });
-  m.def("graph_destroy", [&hooks](int64_t h) { hooks.mtiagraphDestroy(h); });
+  m.def("graph_destroy", [&hooks](int64_t h) {
+    // mtiaGraphDestroy waits for a replay in flight (MTIAGraph.__del__ calls this).
+    py::gil_scoped_release release;
+    hooks.mtiagraphDestroy(h);
+  });
   m.def("graph_capture_begin", [&hooks](int64_t h, const MempoolId& pool) { hooks.mtiagraphCaptureBegin(h, pool); });
   m.def("graph_capture_end", [&hooks](int64_t h) { hooks.mtiagraphCaptureEnd(h); });
   m.def("graph_instantiate", [&hooks](int64_t h) { hooks.mtiagraphInstantiate(h); });

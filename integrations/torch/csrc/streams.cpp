@@ -3,9 +3,11 @@
 #include "mtia_check.h"
 
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -88,14 +90,49 @@ c10::Stream poolStream(c10::DeviceIndex index, bool highPriority) {
   return toC10Stream(pool.streams[p][n % kPoolSize]);
 }
 
+namespace {
+
+// Released streams by (device, requested priority); leaked, as the pools.
+std::mutex releasedMutex;
+std::map<std::pair<int, int>, std::vector<int64_t>>* released = new std::map<std::pair<int, int>, std::vector<int64_t>>();
+
+}  // namespace
+
 c10::Stream createStream(c10::DeviceIndex index, int priority) {
-  DeviceScope scope(resolveDevice(index));
+  index = resolveDevice(index);
+  {
+    std::lock_guard<std::mutex> lock(releasedMutex);
+    auto it = released->find({int{index}, priority});
+    if (it != released->end() && !it->second.empty()) {
+      const int64_t id = it->second.back();
+      it->second.pop_back();
+      return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, index), id);
+    }
+  }
+  DeviceScope scope(index);
   mtiaStream_t handle = nullptr;
   MTIA_CHECK(mtiaStreamCreateWithPriority(&handle, mtiaStreamNonBlocking, priority));
   return toC10Stream(handle);
 }
 
-void destroyStream(const c10::Stream& stream) { MTIA_CHECK(mtiaStreamDestroy(streamHandle(stream))); }
+void releaseStream(const c10::Stream& stream, int priority) {
+  streamHandle(stream);  // throws for a stream that is not ours
+  std::lock_guard<std::mutex> lock(releasedMutex);
+  (*released)[{int{stream.device_index()}, priority}].push_back(stream.id());
+}
+
+c10::Stream currentStreamNoThrow(c10::DeviceIndex index) noexcept {
+  try {
+    return currentStream(index);
+  } catch (const std::exception& e) {
+    LOG(WARNING) << "torch_mtia: no current stream on device " << int{index} << ": " << e.what();
+  }
+  try {
+    return defaultStream(index);
+  } catch (const std::exception&) {
+  }
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, index), 0);
+}
 
 DeviceScope::DeviceScope(c10::DeviceIndex index) { MTIA_CHECK(mtiaExchangeDevice(index, &previous_)); }
 

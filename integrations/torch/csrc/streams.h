@@ -30,10 +30,18 @@ c10::Stream defaultStream(c10::DeviceIndex index);
 // A stream of a fixed pool per device and priority, handed out round robin.
 c10::Stream poolStream(c10::DeviceIndex index, bool highPriority);
 
-// A new stream on device index with priority (clamped by the runtime); the caller owns it
-// (destroyStream).
+// A stream on device index with priority (clamped by the runtime) that no caller holds: one released
+// earlier with that device and priority, else a new one. The caller hands it back with releaseStream.
+// Streams are never destroyed (they live for the process, at most as many per device and priority as
+// were held at once): a released stream may still be current on some thread or named by a
+// c10::Stream that PyTorch keeps, and destroying it would turn those into dangling ids.
 c10::Stream createStream(c10::DeviceIndex index, int priority);
-void destroyStream(const c10::Stream& stream);
+void releaseStream(const c10::Stream& stream, int priority);
+
+// The current stream of device index, or when that cannot be had (a broken runtime) its default
+// stream, or a c10::Stream with id 0 that names no stream; never throws (for the guard's noexcept
+// methods).
+c10::Stream currentStreamNoThrow(c10::DeviceIndex index) noexcept;
 
 // Sets the current device for its lifetime and restores the previous one.
 class DeviceScope {

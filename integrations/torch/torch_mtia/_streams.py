@@ -11,16 +11,19 @@ def _device_index(device):
 
 
 class Stream:
-    """A runtime stream. ``Stream(device=None, priority=0)`` makes a new one (destroyed with the
-    object); current_stream() and default_stream() return the runtime's own. ``stream_id`` is the
-    runtime's int64 id; ``torch_stream`` is the same stream as a torch.Stream (Tensor.record_stream)."""
+    """A runtime stream. ``Stream(device=None, priority=0)`` takes one no other Stream object holds
+    (one released before, else a new one); the object releases it when collected, and the runtime
+    stream lives on for the process (it may still be current, or named by a torch.Stream), to be
+    handed to a later Stream(). current_stream() and default_stream() return the runtime's own.
+    ``stream_id`` is the runtime's int64 id; ``torch_stream`` is the same stream as a torch.Stream
+    (Tensor.record_stream)."""
 
     def __init__(self, device=None, priority=0, *, _ref=None):
         if _ref is None:
             _ref = _C.create_stream(_device_index(device), priority)
-            self._owned = True
+            self._owned = priority
         else:
-            self._owned = False
+            self._owned = None
         self.stream_id, self.device_index = _ref
 
     @property
@@ -75,9 +78,9 @@ class Stream:
         return self._context.__exit__(*exc)
 
     def __del__(self):
-        if getattr(self, "_owned", False):
+        if getattr(self, "_owned", None) is not None:
             try:
-                _C.destroy_stream(self._ref)
+                _C.release_stream(self._ref, self._owned)
             except Exception:  # noqa: BLE001 - destructors must not raise; interpreter teardown
                 pass
 
