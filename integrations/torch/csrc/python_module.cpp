@@ -3,6 +3,7 @@
 #include "device_kernels.h"
 #include "hooks.h"
 #include "mtia_check.h"
+#include "python_guard_probe.h"
 #include "python_stacks.h"
 #include "streams.h"
 
@@ -261,4 +262,6 @@ PYBIND11_MODULE(_C, m) {
     MTIA_CHECK(mtiaStreamIsCapturing(nullptr, &status));
     return status != mtiaStreamCaptureStatusNone;
   });
+
+  addGuardProbe(m);
 }
