@@ -34,12 +34,13 @@ def test_snapshot_has_keys_and_python_frames(tmp_path):
         with open(path, "rb") as f:
             dumped = pickle.load(f)
         assert "segments" in dumped
+        # Both builds pass the mtia-mem path (tests/torch/CMakeLists.txt, meson.build): never skipped.
         tool = os.environ.get("MTIA_MEM")
-        if tool:
-            out = subprocess.run([tool, "summary", str(path)], capture_output=True, text=True, check=True).stdout
-            # the live block of 256 KiB is attributed to this file's function
-            assert "device 0" in out and "256.00 KiB" in out
-            assert "allocate_here (" + __file__ in out
+        assert tool and os.access(tool, os.X_OK), f"MTIA_MEM must name the mtia-mem executable, got {tool!r}"
+        out = subprocess.run([tool, "summary", str(path)], capture_output=True, text=True, check=True).stdout
+        # the live block of 256 KiB is attributed to this file's function
+        assert "device 0" in out and "256.00 KiB" in out
+        assert "allocate_here (" + __file__ in out
         del keep
     finally:
         torch_mtia.record_memory_history(enabled=None)
