@@ -1,6 +1,8 @@
 """Prints what a build needs to compile against the PyTorch of this interpreter, one item per line:
 include directories (comma-separated), library directory, Python include directory, extension suffix,
-_GLIBCXX_USE_CXX11_ABI (0/1), torch version. Exit status 1 when torch cannot be imported."""
+_GLIBCXX_USE_CXX11_ABI (0/1), torch version. Exit status 1 when torch cannot be imported, or when no
+include directory holds torch/extension.h (Debian's python3-torch without libtorch-dev installs the
+include directories as dangling links): a build cannot compile the extension then."""
 import os
 import sys
 import sysconfig
@@ -12,7 +14,12 @@ except Exception as e:  # noqa: BLE001 - any failure means "no usable torch"
     print(f"torch is not importable: {e}", file=sys.stderr)
     sys.exit(1)
 
-print(",".join(p for p in ext.include_paths() if os.path.isdir(p)))
+includes = [p for p in ext.include_paths() if os.path.isdir(p)]
+if not any(os.path.isfile(os.path.join(p, "torch", "extension.h")) for p in includes):
+    print(f"torch {torch.__version__} has no C++ headers (no torch/extension.h under {ext.include_paths()}); "
+          "install libtorch-dev", file=sys.stderr)
+    sys.exit(1)
+print(",".join(includes))
 print(ext.library_paths()[0])
 print(sysconfig.get_paths()["include"])
 print(sysconfig.get_config_var("EXT_SUFFIX"))
