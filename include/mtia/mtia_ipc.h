@@ -87,10 +87,13 @@ MTIA_API mtiaError_t mtiaIpcGetEventHandle(mtiaIpcEventHandle_t* handle, mtiaEve
 /** Opens an event exported by another process: *event behaves like a local event with
  * mtiaEventDisableTiming for mtiaEventQuery, mtiaEventSynchronize and mtiaStreamWaitEvent, which see
  * the exporter's latest record as of the call; destroy it with mtiaEventDestroy. Unlike CUDA, recording
- * it (mtiaEventRecord) is refused with mtiaErrorNotSupported: only the exporter records. When the
- * exporter destroyed the event or exited, query and synchronize return mtiaErrorInvalidHandle, and a
- * stream waiting for it goes on (the wait ends; it never hangs). Thread-safe, non-blocking, not legal
- * during capture.
+ * it (mtiaEventRecord, mtiaEventRecordWithFlags, during capture or not) is refused with
+ * mtiaErrorNotSupported: only the exporter records. When the exporter destroyed the event or exited
+ * (even after its last record completed), query, synchronize and mtiaStreamWaitEvent return
+ * mtiaErrorInvalidHandle, and a stream already waiting for it goes on (the wait ends; it never hangs).
+ * A capturing stream cannot wait for it (a graph cannot wait for another process's records):
+ * mtiaStreamWaitEvent returns mtiaErrorStreamCaptureUnsupported and invalidates the capture.
+ * Thread-safe, non-blocking, not legal during capture.
  * Errors: mtiaErrorInvalidValue (event NULL, or the handle was exported by this process),
  * mtiaErrorInvalidHandle (not a handle, another machine's, or stale), mtiaErrorNotPermitted (another
  * user's), mtiaErrorNotSupported, mtiaErrorStreamCaptureUnsupported. */

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -42,10 +43,10 @@ struct IpcEvent {
   registry::IpcRef ref;
   uint32_t exporterPid = 0;
   registry::EventRecord* record = nullptr;  // in the registry mapping, which lives as long as the machine
-  // Exporter: tickets completed past record->completed (bit i: ticket completed + 1 + i), so that the
-  // shared figure advances only over tickets that all completed, whatever order streams finish in.
+  // Exporter: tickets completed past record->completed, so that the shared figure advances only over
+  // tickets that all completed, whatever order streams finish in (and however many are outstanding).
   std::mutex completeMu;
-  uint64_t doneAhead = 0;
+  std::set<uint64_t> doneAhead;
 };
 
 // One export this process has open.

@@ -122,6 +122,12 @@ mtiaError_t eventFor(const char* entry, Machine& machine, mtiaDrvIpcEvent event,
   return mtiaSuccess;
 }
 
+mtiaError_t destroyed(const char* entry, const IpcEvent& e) {
+  return failf(mtiaErrorInvalidHandle,
+               "{}: the IPC event was destroyed by its exporting process (pid {}), or that process exited", entry,
+               e.exporterPid);
+}
+
 }  // namespace
 
 // Thread-safe, never blocks. Errors: see mtia_driver.h.
@@ -329,23 +335,23 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
     {
       // Only this process completes its tickets: the shared figures move under a local lock. completed
       // advances only across tickets that all completed (a later record on a faster stream does not
-      // complete an earlier one); recent tells a ticket that completed ahead of earlier ones. Beyond 64
-      // outstanding tickets the window slides: the oldest count as completed.
+      // complete an earlier one); the tickets completed ahead of it are kept here, however many, and
+      // recent tells importers of the latest of them.
       std::lock_guard lock(e->completeMu);
       e->record->recent[ticket % registry::kRecentTickets].store(ticket, std::memory_order_seq_cst);
       std::atomic<uint64_t>& done = e->record->completed;
       uint64_t completed = done.load(std::memory_order_relaxed);
       if (ticket <= completed) return mtiaSuccess;
-      while (ticket - completed > 64) {
+      if (ticket != completed + 1) {
+        e->doneAhead.insert(ticket);
+      } else {
         ++completed;
-        e->doneAhead >>= 1;
+        while (!e->doneAhead.empty() && *e->doneAhead.begin() == completed + 1) {
+          e->doneAhead.erase(e->doneAhead.begin());
+          ++completed;
+        }
+        done.store(completed, std::memory_order_seq_cst);
       }
-      e->doneAhead |= uint64_t{1} << (ticket - completed - 1);
-      while ((e->doneAhead & 1u) != 0) {
-        ++completed;
-        e->doneAhead >>= 1;
-      }
-      done.store(completed, std::memory_order_seq_cst);
     }
     e->record->wake.fetch_add(1, std::memory_order_seq_cst);
     futexWakeAll(&e->record->wake);
@@ -353,7 +359,7 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
   });
 }
 
-// Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle.
+// Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle (also: destroyed, or the exporter exited).
 mtiaError_t ipcEventLatest(mtiaDrvIpcEvent event, uint64_t* ticket) {
   return guarded("ipcEventLatest", [&] {
     Machine* machine = nullptr;
@@ -361,7 +367,13 @@ mtiaError_t ipcEventLatest(mtiaDrvIpcEvent event, uint64_t* ticket) {
     IpcEvent* e = nullptr;
     if (mtiaError_t err = eventFor("ipcEventLatest", *machine, event, e); err != mtiaSuccess) return err;
     if (ticket == nullptr) return nullArgument("ipcEventLatest", "ticket");
-    *ticket = e->record->recorded.load(std::memory_order_seq_cst);
+    registry::Registry* registry = nullptr;
+    if (mtiaError_t err = machine->registry().open(registry); err != mtiaSuccess) return err;
+    // The record may have been reused for another event since: alive before and after the read.
+    if (!registry->eventAlive(e->ref)) return destroyed("ipcEventLatest", *e);
+    const uint64_t latest = e->record->recorded.load(std::memory_order_seq_cst);
+    if (!registry->eventAlive(e->ref)) return destroyed("ipcEventLatest", *e);
+    *ticket = latest;
     return mtiaSuccess;
   });
 }
@@ -379,15 +391,13 @@ mtiaError_t ipcEventWait(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeou
     constexpr uint64_t kSlice = 50'000'000;
     for (;;) {
       const uint32_t word = r.wake.load(std::memory_order_seq_cst);
-      if (r.completed.load(std::memory_order_seq_cst) >= ticket ||
-          r.recent[ticket % registry::kRecentTickets].load(std::memory_order_seq_cst) == ticket)
-        return mtiaSuccess;
-      if (!c.registry->eventAlive(e->ref)) {
-        return failf(mtiaErrorInvalidHandle,
-                     "ipcEventWait: the IPC event was destroyed by its exporting process (pid {}), or that process "
-                     "exited, before record {} completed",
-                     e->exporterPid, ticket);
-      }
+      // Alive first, and again after reading the counters: a destroyed event's record may be reused by a
+      // new event, whose counters say nothing of this one's records.
+      if (!c.registry->eventAlive(e->ref)) return destroyed("ipcEventWait", *e);
+      const bool done = r.completed.load(std::memory_order_seq_cst) >= ticket ||
+                        r.recent[ticket % registry::kRecentTickets].load(std::memory_order_seq_cst) == ticket;
+      if (!c.registry->eventAlive(e->ref)) return destroyed("ipcEventWait", *e);
+      if (done) return mtiaSuccess;
       const uint64_t waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
       if (waited >= timeoutNs) return failf(mtiaErrorNotReady, "ipcEventWait: record {} has not completed", ticket);
