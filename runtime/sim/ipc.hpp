@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace mtia::sim {
 
@@ -69,10 +70,22 @@ struct IpcState {
   using Key = std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>;  // slot, index, registration, generation
   static Key keyOf(const registry::IpcRef& r) { return {r.slot, r.index, r.registration, r.generation}; }
 
+  // Locks mu. In a forked child, first forgets what the parent had open: those imports count in the
+  // parent's registry slot and those events are the parent's, so the child's calls must not touch them
+  // (CUDA supports no IPC across fork at all). The inherited mappings stay mapped, but the child cannot
+  // close them (mtiaErrorInvalidValue) and its opens of the same handles map anew under its own records;
+  // the inherited events are kept (never freed, so no new event takes their address) but are dead to
+  // every entry (mtiaErrorInvalidHandle).
+  std::unique_lock<std::mutex> lock();
+
   std::mutex mu;  // guards everything below
   std::map<Key, IpcImport> imports;
   std::map<uintptr_t, Key> importsByAddress;
   std::map<const IpcEvent*, std::unique_ptr<IpcEvent>> events;
+
+ private:
+  uint64_t forkGeneration_ = 0;  // fork_guard's generation the tables belong to
+  std::vector<std::unique_ptr<IpcEvent>> inherited_;
 };
 
 }  // namespace mtia::sim

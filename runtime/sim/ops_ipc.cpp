@@ -114,7 +114,7 @@ void futexWakeAll(std::atomic<uint32_t>* word) {
 
 mtiaError_t eventFor(const char* entry, Machine& machine, mtiaDrvIpcEvent event, IpcEvent*& out) {
   IpcState& ipc = machine.ipc();
-  std::lock_guard lock(ipc.mu);
+  auto lock = ipc.lock();
   auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
   if (it == ipc.events.end())
     return failf(mtiaErrorInvalidHandle, "{}: {} is not a live IPC event", entry, static_cast<void*>(event));
@@ -179,7 +179,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
     if (mtiaError_t err = unpack("ipcMemOpen", desc, IpcKind::Memory, c.machineId, d); err != mtiaSuccess) return err;
     const registry::IpcRef ref = refOf(d);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     if (auto it = ipc.imports.find(IpcState::keyOf(ref)); it != ipc.imports.end()) {
       uint32_t index = 0, opens = 0;
       if (registry::Status s = c.registry->addImport(ref, index, opens); !s) return fromRegistry("ipcMemOpen", s);
@@ -222,7 +222,7 @@ mtiaError_t ipcMemClose(void* va) {
     Context c;
     if (mtiaError_t err = contextFor("ipcMemClose", c); err != mtiaSuccess) return err;
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
     if (at == ipc.importsByAddress.end())
       return failf(mtiaErrorInvalidValue, "ipcMemClose: {} is not an open IPC mapping", va);
@@ -252,7 +252,7 @@ mtiaError_t ipcEventExport(int32_t dev, mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEv
       return fromRegistry("ipcEventExport", s);
     pack(describe(IpcKind::Event, c.machineId, created->ref), *desc);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     *event = reinterpret_cast<mtiaDrvIpcEvent>(created.get());
     ipc.events.emplace(created.get(), std::move(created));
     return mtiaSuccess;
@@ -277,7 +277,7 @@ mtiaError_t ipcEventOpen(const mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEvent* even
       return failf(mtiaErrorInvalidHandle, "ipcEventOpen: the handle names device {}, which this machine lacks", device);
     created->device = static_cast<int32_t>(device);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     *event = reinterpret_cast<mtiaDrvIpcEvent>(created.get());
     *dev = created->device;
     ipc.events.emplace(created.get(), std::move(created));
@@ -293,7 +293,7 @@ mtiaError_t ipcEventClose(mtiaDrvIpcEvent event) {
     IpcState& ipc = c.machine->ipc();
     std::unique_ptr<IpcEvent> closed;
     {
-      std::lock_guard lock(ipc.mu);
+      auto lock = ipc.lock();
       auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
       if (it == ipc.events.end())
         return failf(mtiaErrorInvalidHandle, "ipcEventClose: {} is not a live IPC event", static_cast<void*>(event));
