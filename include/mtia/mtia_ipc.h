@@ -101,7 +101,8 @@ MTIA_API mtiaError_t mtiaIpcGetEventHandle(mtiaIpcEventHandle_t* handle, mtiaEve
  * Thread-safe, non-blocking, not legal during capture.
  * Errors: mtiaErrorInvalidValue (event NULL, or the handle was exported by this process),
  * mtiaErrorInvalidHandle (not a handle, another machine's, or stale), mtiaErrorNotPermitted (another
- * user's), mtiaErrorNotSupported, mtiaErrorStreamCaptureUnsupported. */
+ * user's), mtiaErrorInvalidDevice (the exporter's device is hidden here by MTIA_VISIBLE_DEVICES),
+ * mtiaErrorNotSupported, mtiaErrorStreamCaptureUnsupported. */
 MTIA_API mtiaError_t mtiaIpcOpenEventHandle(mtiaEvent_t* event, mtiaIpcEventHandle_t handle);
 
 #ifdef __cplusplus
