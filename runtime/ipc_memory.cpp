@@ -96,6 +96,19 @@ void IpcMemory::collectSlow() {
   for (auto& [alloc, ptr] : ready) alloc->free(ptr);
 }
 
+void IpcMemory::checkRange(const IpcWireHandle& w, void* va) {
+  const mtiaDriverOps& ops = driver_.ops();
+  if (ops.ipcMemSize == nullptr) return;  // a 1.4 driver cannot tell (docs/abi.md)
+  uint64_t mapped = 0;
+  const mtiaError_t s = ops.ipcMemSize(va, &mapped);
+  if (s == mtiaSuccess && w.size != 0 && w.offset < mapped && w.size <= mapped - w.offset) return;
+  const std::string why = s != mtiaSuccess ? std::string(driver_.message())
+                                           : fmt::format("its range [{}, +{}) lies outside the {} bytes exported",
+                                                         w.offset, w.size, mapped);
+  (void)ops.ipcMemClose(va);  // undo this open
+  fail(mtiaErrorInvalidHandle, "handle does not match its export (corrupt or forged): {}", why);
+}
+
 void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
   const IpcWireHandle w = readIpcHandle(handle.reserved, IpcHandleKind::Memory, "handle");
   void* va = nullptr;
@@ -104,6 +117,7 @@ void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
     driver_.raise(s, "handle", fmt::format("{} (an exporter cannot open its own handle; pass it to another process)",
                                            driver_.message()));
   driver_.check(s, "handle");
+  checkRange(w, va);
   void* ptr = static_cast<char*>(va) + w.offset;
   std::lock_guard lock(mu_);
   forgetInheritedLocked();

@@ -91,6 +91,9 @@ class IpcMemory {
     uint32_t opens;
   };
   void collectSlow();
+  // Checks the handle's offset and size against the bytes the driver mapped at va (driver ABI 1.5);
+  // on a mismatch closes that open and throws InvalidHandle naming handle.
+  void checkRange(const IpcWireHandle& w, void* va);
   // Under mu_: in a forked child (another pid than the tables were filled in), forgets the parent's
   // exports, deferred frees and imports: they are the parent's records (the child cannot close the
   // inherited mappings, which stay mapped; its opens of the same handles are its own).

@@ -53,6 +53,7 @@ struct IpcEvent {
 // One export this process has open.
 struct IpcImport {
   void* va = nullptr;
+  uint64_t size = 0;  // bytes mapped: the exported range
   int32_t device = 0;
   uint32_t importIndex = 0;
   uint32_t opens = 0;

@@ -208,7 +208,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
       c.registry->dropImport(index);
       return err;
     }
-    ipc.imports.emplace(IpcState::keyOf(ref), IpcImport{mapped, device->index(), index, opens});
+    ipc.imports.emplace(IpcState::keyOf(ref), IpcImport{mapped, info.size, device->index(), index, opens});
     ipc.importsByAddress.emplace(reinterpret_cast<uintptr_t>(mapped), IpcState::keyOf(ref));
     *va = mapped;
     *dev = device->index();
@@ -234,6 +234,22 @@ mtiaError_t ipcMemClose(void* va) {
     ipc.importsByAddress.erase(at);
     ipc.imports.erase(it);
     return err;
+  });
+}
+
+// Thread-safe, never blocks. Errors: mtiaErrorInvalidValue (va is not an open import).
+mtiaError_t ipcMemSize(void* va, uint64_t* size) {
+  return guarded("ipcMemSize", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("ipcMemSize", machine); err != mtiaSuccess) return err;
+    if (size == nullptr) return nullArgument("ipcMemSize", "size");
+    IpcState& ipc = machine->ipc();
+    auto lock = ipc.lock();
+    auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
+    if (at == ipc.importsByAddress.end())
+      return failf(mtiaErrorInvalidValue, "ipcMemSize: {} is not an open IPC mapping", va);
+    *size = ipc.imports.at(at->second).size;
+    return mtiaSuccess;
   });
 }
 

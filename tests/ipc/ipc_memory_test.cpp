@@ -501,6 +501,58 @@ TEST(IpcMemory, NotLegalDuringGlobalCapture) {
   EXPECT_EQ(waitChild(child), 0);
 }
 
+// The runtime header's offset and size are checked against the exported range: a handle whose range
+// was modified is refused instead of letting copies run past the mapping.
+TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
+  constexpr size_t kOffsetAt = 8, kSizeAt = 16;  // in the runtime header (ipc_memory.hpp)
+  Channel toImporter, toExporter;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    void* p = nullptr;
+    IPC_CHECK(mtiaMalloc(&p, 4 * kMiB) == mtiaSuccess);
+    mtiaIpcMemHandle_t h;
+    IPC_CHECK(mtiaIpcGetMemHandle(&h, p) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char done = 0;
+    IPC_CHECK(toExporter.receive(done));
+    IPC_CHECK(mtiaFree(p) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcMemHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    void* p = nullptr;
+    for (int round = 0; round < 2; ++round) {  // a first open, and a second one of an open export
+      mtiaIpcMemHandle_t bigger = h, shifted = h, empty = h;
+      uint64_t size = 0;
+      std::memcpy(&size, h.reserved + kSizeAt, sizeof size);
+      const uint64_t huge = size + (uint64_t{1} << 30);
+      std::memcpy(bigger.reserved + kSizeAt, &huge, sizeof huge);
+      const uint32_t far = 1u << 30;
+      std::memcpy(shifted.reserved + kOffsetAt, &far, sizeof far);
+      const uint64_t zero = 0;
+      std::memcpy(empty.reserved + kSizeAt, &zero, sizeof zero);
+      void* q = nullptr;
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, bigger, 0), mtiaErrorInvalidHandle, "handle does not match");
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, shifted, 0), mtiaErrorInvalidHandle, "handle does not match");
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, empty, 0), mtiaErrorInvalidHandle, "handle does not match");
+      if (round == 0) IPC_CHECK(mtiaIpcOpenMemHandle(&p, h, 0) == mtiaSuccess);
+    }
+    // The refused opens left no count behind: one close is the last.
+    IPC_CHECK(mtiaMemset(p, 0x11, 4 * kMiB) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcCloseMemHandle(p) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(p), mtiaErrorInvalidValue, "not an open IPC mapping");
+    const char done = 1;
+    IPC_CHECK(toExporter.send(done));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
 // A forked child of an importer does not inherit its IPC objects (CUDA supports no IPC across fork): it
 // cannot close the parent's mappings or use its imported events, its own opens of the same handle are
 // counted in its own records, and the parent's opens stay as they were.
