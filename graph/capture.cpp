@@ -215,6 +215,7 @@ void CaptureRegistry::append(streams::Stream& stream, const streams::CapturedCom
 bool CaptureRegistry::recordEvent(const std::shared_ptr<streams::Event>& eventRef, streams::Stream& stream,
                                   bool external) {
   streams::Event& event = *eventRef;
+  event.requireRecordable();  // an imported event is never recorded here, capturing or not
   std::lock_guard lock(mu_);
   auto it = streams_.find(&stream);
   if (it == streams_.end()) return false;
@@ -287,6 +288,14 @@ bool CaptureRegistry::waitEvent(streams::Stream& stream, const std::shared_ptr<s
     return true;
   }
   if (target == nullptr) return false;  // an eager wait
+  if (event.imported()) {
+    // Its records are another process's and are never recorded here: a graph cannot wait for them.
+    invalidate(*target, fmt::format("stream {} waited for an event opened from an IPC handle", stream.id()));
+    fail(mtiaErrorStreamCaptureUnsupported,
+         "stream {} is capturing (capture {}) and the event was opened from an IPC handle; a graph cannot wait "
+         "for another process's event (capture {} is invalidated)",
+         stream.id(), target->id_, target->id_);
+  }
   if (!event.recorded()) return true;   // never recorded: waiting for it is a no-op, as outside capture
   if ((flags & mtiaEventWaitExternal) == 0) {
     invalidate(*target, fmt::format("stream {} waited for an event recorded outside the capture", stream.id()));

@@ -20,9 +20,21 @@ IpcWireHandle readIpcHandle(const char (&bytes)[MTIA_IPC_HANDLE_SIZE], IpcHandle
   return w;
 }
 
+void IpcMemory::forgetInheritedLocked() {
+  const pid_t now = getpid();
+  if (now == pid_) [[likely]]
+    return;
+  pid_ = now;
+  exports_.clear();
+  limbo_.clear();
+  limboCount_.store(0, std::memory_order_relaxed);
+  imports_.clear();
+}
+
 mtiaIpcMemHandle_t IpcMemory::exportAllocation(allocator::DeviceAllocator& alloc, void* ptr) {
   const auto key = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
+  forgetInheritedLocked();
   if (auto it = exports_.find(key); it != exports_.end() && it->second.alloc == &alloc) {
     // Still the same allocation? A free would have removed the entry (interceptFree), so yes.
     return it->second.handle;
@@ -46,6 +58,7 @@ mtiaIpcMemHandle_t IpcMemory::exportAllocation(allocator::DeviceAllocator& alloc
 bool IpcMemory::interceptFree(allocator::DeviceAllocator& alloc, void* ptr) {
   const auto key = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
+  forgetInheritedLocked();
   if (limbo_.count(key) != 0)
     fail(mtiaErrorInvalidValue,
          "ptr {} is not a live allocation (already freed; the free waits for IPC importers to close it)", ptr);
@@ -67,6 +80,7 @@ void IpcMemory::collectSlow() {
   std::vector<std::pair<allocator::DeviceAllocator*, void*>> ready;
   {
     std::lock_guard lock(mu_);
+    forgetInheritedLocked();
     for (auto it = limbo_.begin(); it != limbo_.end();) {
       uint32_t openers = 0;
       const mtiaError_t s = driver_.ops().ipcMemRevoke(&it->second.wire.driver, &openers);
@@ -82,6 +96,19 @@ void IpcMemory::collectSlow() {
   for (auto& [alloc, ptr] : ready) alloc->free(ptr);
 }
 
+void IpcMemory::checkRange(const IpcWireHandle& w, void* va) {
+  const mtiaDriverOps& ops = driver_.ops();
+  if (ops.ipcMemSize == nullptr) return;  // a 1.4 driver cannot tell (docs/abi.md)
+  uint64_t mapped = 0;
+  const mtiaError_t s = ops.ipcMemSize(va, &mapped);
+  if (s == mtiaSuccess && w.size != 0 && w.offset < mapped && w.size <= mapped - w.offset) return;
+  const std::string why = s != mtiaSuccess ? std::string(driver_.message())
+                                           : fmt::format("its range [{}, +{}) lies outside the {} bytes exported",
+                                                         w.offset, w.size, mapped);
+  (void)ops.ipcMemClose(va);  // undo this open
+  fail(mtiaErrorInvalidHandle, "handle does not match its export (corrupt or forged): {}", why);
+}
+
 void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
   const IpcWireHandle w = readIpcHandle(handle.reserved, IpcHandleKind::Memory, "handle");
   void* va = nullptr;
@@ -90,8 +117,10 @@ void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
     driver_.raise(s, "handle", fmt::format("{} (an exporter cannot open its own handle; pass it to another process)",
                                            driver_.message()));
   driver_.check(s, "handle");
+  checkRange(w, va);
   void* ptr = static_cast<char*>(va) + w.offset;
   std::lock_guard lock(mu_);
+  forgetInheritedLocked();
   auto [it, added] = imports_.try_emplace(reinterpret_cast<uintptr_t>(ptr), Import{va, w.size, driverDevice, 0});
   ++it->second.opens;
   return ptr;
@@ -99,9 +128,11 @@ void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
 
 void IpcMemory::close(void* ptr) {
   std::lock_guard lock(mu_);
+  forgetInheritedLocked();
   auto it = imports_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == imports_.end())
-    fail(mtiaErrorInvalidValue, "devPtr {} is not an open IPC mapping (not returned by mtiaIpcOpenMemHandle, or closed)",
+    fail(mtiaErrorInvalidValue, "devPtr {} is not an open IPC mapping (not returned by mtiaIpcOpenMemHandle, closed, or opened by the "
+         "parent of this forked process)",
          ptr);
   driver_.check(driver_.ops().ipcMemClose(it->second.va), "devPtr");
   if (--it->second.opens == 0) imports_.erase(it);
@@ -110,6 +141,7 @@ void IpcMemory::close(void* ptr) {
 std::optional<IpcMapping> IpcMemory::findImport(const void* ptr) const {
   const auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
+  if (getpid() != pid_) return std::nullopt;  // the parent's imports (forgotten at the next IPC call)
   auto it = imports_.upper_bound(p);
   if (it == imports_.begin()) return std::nullopt;
   --it;

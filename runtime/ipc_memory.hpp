@@ -14,6 +14,9 @@
 
 #include <mtia/mtia_ipc.h>
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -88,6 +91,13 @@ class IpcMemory {
     uint32_t opens;
   };
   void collectSlow();
+  // Checks the handle's offset and size against the bytes the driver mapped at va (driver ABI 1.5);
+  // on a mismatch closes that open and throws InvalidHandle naming handle.
+  void checkRange(const IpcWireHandle& w, void* va);
+  // Under mu_: in a forked child (another pid than the tables were filled in), forgets the parent's
+  // exports, deferred frees and imports: they are the parent's records (the child cannot close the
+  // inherited mappings, which stay mapped; its opens of the same handles are its own).
+  void forgetInheritedLocked();
 
   const driver::Driver& driver_;
   mutable std::mutex mu_;
@@ -95,6 +105,7 @@ class IpcMemory {
   std::unordered_map<uintptr_t, Export> limbo_;    // freed by the caller, importers still hold them
   std::atomic<size_t> limboCount_{0};
   std::map<uintptr_t, Import> imports_;  // by the pointer handed out
+  pid_t pid_ = getpid();                  // the process the tables belong to
 };
 
 }  // namespace mtia

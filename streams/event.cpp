@@ -25,12 +25,21 @@ void Event::checkDevice() const {
     driver_.raise(s, fmt::format("device {} has a sticky fault", device_).c_str(), driver_.message());
 }
 
-void Event::record(Stream& stream) {
-  IpcEventShare* share = ipc();
-  if (share != nullptr && !share->exporter()) [[unlikely]]
+bool Event::imported() const noexcept {
+  const IpcEventShare* share = ipc();
+  return share != nullptr && !share->exporter();
+}
+
+void Event::requireRecordable() const {
+  if (imported()) [[unlikely]]
     fail(mtiaErrorNotSupported,
          "the event was opened from an IPC handle; only the exporting process records it (it may query, "
          "synchronize and wait for it)");
+}
+
+void Event::record(Stream& stream) {
+  requireRecordable();
+  IpcEventShare* share = ipc();
   if (stream.device() != device_)
     fail(mtiaErrorInvalidHandle, "stream belongs to device {} but the event to device {}", stream.device(), device_);
   stream.checkDevice();

@@ -55,6 +55,10 @@ class Event {
   void setIpc(std::shared_ptr<IpcEventShare> share);
   // The share, or null. Thread-safe, lock-free.
   IpcEventShare* ipc() const noexcept { return ipcRaw_.load(std::memory_order_acquire); }
+  // Whether the event was opened from another process's IPC handle (only its exporter records it).
+  bool imported() const noexcept;
+  // Throws NotSupported for an imported event (record() and a record during capture both refuse it).
+  void requireRecordable() const;
 
   // Milliseconds from start's record to end's, with CUDA's error rules (see mtiaEventElapsedTime).
   static float elapsedMs(const Event& start, const Event& end);

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 4u
+#define MTIA_DRIVER_API_VERSION_MINOR 5u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -266,6 +266,11 @@ typedef struct mtiaDriverOps {
    * yet), UINT64_MAX waits for ever. Errors: mtiaErrorInvalidHandle (the exporter destroyed the event
    * or exited: the wait ends instead of hanging). */
   mtiaError_t (*ipcEventWait)(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeoutNs);
+
+  /* ---- optional, since 1.5 ---- */
+  /* The bytes mapped at va, an open import (what the exporter exported), so that the runtime can check a
+   * handle's range against them. Never blocks. Errors: mtiaErrorInvalidValue (va is not an open import). */
+  mtiaError_t (*ipcMemSize)(void* va, uint64_t* size);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

@@ -19,6 +19,11 @@
  * - Capture: none of these calls is legal while a capture in global mode (or this thread's relaxed or
  *   thread-local capture on the device) is live: they return mtiaErrorStreamCaptureUnsupported and
  *   invalidate the capture, like the other unsafe calls of mtia_graph.h.
+ * - Fork: a forked child inherits no IPC objects (CUDA supports no IPC across fork at all). The parent's
+ *   imported pointers may stay mapped in the child, but the child cannot close them
+ *   (mtiaErrorInvalidValue), its imported and exported IPC events are dead there (query and synchronize
+ *   return mtiaErrorInvalidHandle), and its own opens of the same handles map anew under its own counts
+ *   (the parent's opens are unaffected).
  * - A driver older than driver ABI 1.4 shares nothing: every call returns mtiaErrorNotSupported.
  */
 #ifndef MTIA_IPC_H
@@ -87,13 +92,17 @@ MTIA_API mtiaError_t mtiaIpcGetEventHandle(mtiaIpcEventHandle_t* handle, mtiaEve
 /** Opens an event exported by another process: *event behaves like a local event with
  * mtiaEventDisableTiming for mtiaEventQuery, mtiaEventSynchronize and mtiaStreamWaitEvent, which see
  * the exporter's latest record as of the call; destroy it with mtiaEventDestroy. Unlike CUDA, recording
- * it (mtiaEventRecord) is refused with mtiaErrorNotSupported: only the exporter records. When the
- * exporter destroyed the event or exited, query and synchronize return mtiaErrorInvalidHandle, and a
- * stream waiting for it goes on (the wait ends; it never hangs). Thread-safe, non-blocking, not legal
- * during capture.
+ * it (mtiaEventRecord, mtiaEventRecordWithFlags, during capture or not) is refused with
+ * mtiaErrorNotSupported: only the exporter records. When the exporter destroyed the event or exited
+ * (even after its last record completed), query, synchronize and mtiaStreamWaitEvent return
+ * mtiaErrorInvalidHandle, and a stream already waiting for it goes on (the wait ends; it never hangs).
+ * A capturing stream cannot wait for it (a graph cannot wait for another process's records):
+ * mtiaStreamWaitEvent returns mtiaErrorStreamCaptureUnsupported and invalidates the capture.
+ * Thread-safe, non-blocking, not legal during capture.
  * Errors: mtiaErrorInvalidValue (event NULL, or the handle was exported by this process),
  * mtiaErrorInvalidHandle (not a handle, another machine's, or stale), mtiaErrorNotPermitted (another
- * user's), mtiaErrorNotSupported, mtiaErrorStreamCaptureUnsupported. */
+ * user's), mtiaErrorInvalidDevice (the exporter's device is hidden here by MTIA_VISIBLE_DEVICES),
+ * mtiaErrorNotSupported, mtiaErrorStreamCaptureUnsupported. */
 MTIA_API mtiaError_t mtiaIpcOpenEventHandle(mtiaEvent_t* event, mtiaIpcEventHandle_t handle);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 #include "ipc.hpp"
 
 #include "error.hpp"
+#include "runtime/registry/fork_guard.hpp"
 
 #include <unistd.h>
 
@@ -47,6 +48,19 @@ mtiaError_t unpack(const char* entry, const mtiaDrvIpcDescriptor* in, IpcKind ki
 
 registry::IpcRef refOf(const IpcDescriptor& d) {
   return registry::IpcRef{d.slot, d.index, d.registration, d.generation};
+}
+
+std::unique_lock<std::mutex> IpcState::lock() {
+  std::unique_lock<std::mutex> held(mu);
+  const uint64_t now = registry::fork_guard::generation();
+  if (now != forkGeneration_) [[unlikely]] {
+    forkGeneration_ = now;
+    imports.clear();
+    importsByAddress.clear();
+    for (auto& [address, event] : events) inherited_.push_back(std::move(event));
+    events.clear();
+  }
+  return held;
 }
 
 }  // namespace mtia::sim

@@ -12,8 +12,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace mtia::sim {
 
@@ -42,15 +44,16 @@ struct IpcEvent {
   registry::IpcRef ref;
   uint32_t exporterPid = 0;
   registry::EventRecord* record = nullptr;  // in the registry mapping, which lives as long as the machine
-  // Exporter: tickets completed past record->completed (bit i: ticket completed + 1 + i), so that the
-  // shared figure advances only over tickets that all completed, whatever order streams finish in.
+  // Exporter: tickets completed past record->completed, so that the shared figure advances only over
+  // tickets that all completed, whatever order streams finish in (and however many are outstanding).
   std::mutex completeMu;
-  uint64_t doneAhead = 0;
+  std::set<uint64_t> doneAhead;
 };
 
 // One export this process has open.
 struct IpcImport {
   void* va = nullptr;
+  uint64_t size = 0;  // bytes mapped: the exported range
   int32_t device = 0;
   uint32_t importIndex = 0;
   uint32_t opens = 0;
@@ -68,10 +71,22 @@ struct IpcState {
   using Key = std::tuple<uint32_t, uint32_t, uint64_t, uint64_t>;  // slot, index, registration, generation
   static Key keyOf(const registry::IpcRef& r) { return {r.slot, r.index, r.registration, r.generation}; }
 
+  // Locks mu. In a forked child, first forgets what the parent had open: those imports count in the
+  // parent's registry slot and those events are the parent's, so the child's calls must not touch them
+  // (CUDA supports no IPC across fork at all). The inherited mappings stay mapped, but the child cannot
+  // close them (mtiaErrorInvalidValue) and its opens of the same handles map anew under its own records;
+  // the inherited events are kept (never freed, so no new event takes their address) but are dead to
+  // every entry (mtiaErrorInvalidHandle).
+  std::unique_lock<std::mutex> lock();
+
   std::mutex mu;  // guards everything below
   std::map<Key, IpcImport> imports;
   std::map<uintptr_t, Key> importsByAddress;
   std::map<const IpcEvent*, std::unique_ptr<IpcEvent>> events;
+
+ private:
+  uint64_t forkGeneration_ = 0;  // fork_guard's generation the tables belong to
+  std::vector<std::unique_ptr<IpcEvent>> inherited_;
 };
 
 }  // namespace mtia::sim

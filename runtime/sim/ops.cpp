@@ -54,6 +54,7 @@ constexpr mtiaDriverOps kOps = {
     .ipcEventComplete = ops::ipcEventComplete,
     .ipcEventLatest = ops::ipcEventLatest,
     .ipcEventWait = ops::ipcEventWait,
+    .ipcMemSize = ops::ipcMemSize,
 };
 
 }  // namespace

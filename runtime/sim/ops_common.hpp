@@ -89,6 +89,7 @@ mtiaError_t ipcEventRecord(mtiaDrvIpcEvent event, uint64_t* ticket);
 mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket);
 mtiaError_t ipcEventLatest(mtiaDrvIpcEvent event, uint64_t* ticket);
 mtiaError_t ipcEventWait(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeoutNs);
+mtiaError_t ipcMemSize(void* va, uint64_t* size);
 mtiaError_t memRelease(mtiaDrvMem mem);
 mtiaError_t memMap(void* va, uint64_t size, mtiaDrvMem mem, uint64_t offset);
 mtiaError_t memUnmap(void* va, uint64_t size);

@@ -114,12 +114,18 @@ void futexWakeAll(std::atomic<uint32_t>* word) {
 
 mtiaError_t eventFor(const char* entry, Machine& machine, mtiaDrvIpcEvent event, IpcEvent*& out) {
   IpcState& ipc = machine.ipc();
-  std::lock_guard lock(ipc.mu);
+  auto lock = ipc.lock();
   auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
   if (it == ipc.events.end())
     return failf(mtiaErrorInvalidHandle, "{}: {} is not a live IPC event", entry, static_cast<void*>(event));
   out = it->second.get();
   return mtiaSuccess;
+}
+
+mtiaError_t destroyed(const char* entry, const IpcEvent& e) {
+  return failf(mtiaErrorInvalidHandle,
+               "{}: the IPC event was destroyed by its exporting process (pid {}), or that process exited", entry,
+               e.exporterPid);
 }
 
 }  // namespace
@@ -173,7 +179,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
     if (mtiaError_t err = unpack("ipcMemOpen", desc, IpcKind::Memory, c.machineId, d); err != mtiaSuccess) return err;
     const registry::IpcRef ref = refOf(d);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     if (auto it = ipc.imports.find(IpcState::keyOf(ref)); it != ipc.imports.end()) {
       uint32_t index = 0, opens = 0;
       if (registry::Status s = c.registry->addImport(ref, index, opens); !s) return fromRegistry("ipcMemOpen", s);
@@ -202,7 +208,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
       c.registry->dropImport(index);
       return err;
     }
-    ipc.imports.emplace(IpcState::keyOf(ref), IpcImport{mapped, device->index(), index, opens});
+    ipc.imports.emplace(IpcState::keyOf(ref), IpcImport{mapped, info.size, device->index(), index, opens});
     ipc.importsByAddress.emplace(reinterpret_cast<uintptr_t>(mapped), IpcState::keyOf(ref));
     *va = mapped;
     *dev = device->index();
@@ -216,7 +222,7 @@ mtiaError_t ipcMemClose(void* va) {
     Context c;
     if (mtiaError_t err = contextFor("ipcMemClose", c); err != mtiaSuccess) return err;
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
     if (at == ipc.importsByAddress.end())
       return failf(mtiaErrorInvalidValue, "ipcMemClose: {} is not an open IPC mapping", va);
@@ -228,6 +234,22 @@ mtiaError_t ipcMemClose(void* va) {
     ipc.importsByAddress.erase(at);
     ipc.imports.erase(it);
     return err;
+  });
+}
+
+// Thread-safe, never blocks. Errors: mtiaErrorInvalidValue (va is not an open import).
+mtiaError_t ipcMemSize(void* va, uint64_t* size) {
+  return guarded("ipcMemSize", [&] {
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor("ipcMemSize", machine); err != mtiaSuccess) return err;
+    if (size == nullptr) return nullArgument("ipcMemSize", "size");
+    IpcState& ipc = machine->ipc();
+    auto lock = ipc.lock();
+    auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
+    if (at == ipc.importsByAddress.end())
+      return failf(mtiaErrorInvalidValue, "ipcMemSize: {} is not an open IPC mapping", va);
+    *size = ipc.imports.at(at->second).size;
+    return mtiaSuccess;
   });
 }
 
@@ -246,7 +268,7 @@ mtiaError_t ipcEventExport(int32_t dev, mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEv
       return fromRegistry("ipcEventExport", s);
     pack(describe(IpcKind::Event, c.machineId, created->ref), *desc);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     *event = reinterpret_cast<mtiaDrvIpcEvent>(created.get());
     ipc.events.emplace(created.get(), std::move(created));
     return mtiaSuccess;
@@ -271,7 +293,7 @@ mtiaError_t ipcEventOpen(const mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEvent* even
       return failf(mtiaErrorInvalidHandle, "ipcEventOpen: the handle names device {}, which this machine lacks", device);
     created->device = static_cast<int32_t>(device);
     IpcState& ipc = c.machine->ipc();
-    std::lock_guard lock(ipc.mu);
+    auto lock = ipc.lock();
     *event = reinterpret_cast<mtiaDrvIpcEvent>(created.get());
     *dev = created->device;
     ipc.events.emplace(created.get(), std::move(created));
@@ -287,7 +309,7 @@ mtiaError_t ipcEventClose(mtiaDrvIpcEvent event) {
     IpcState& ipc = c.machine->ipc();
     std::unique_ptr<IpcEvent> closed;
     {
-      std::lock_guard lock(ipc.mu);
+      auto lock = ipc.lock();
       auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
       if (it == ipc.events.end())
         return failf(mtiaErrorInvalidHandle, "ipcEventClose: {} is not a live IPC event", static_cast<void*>(event));
@@ -329,23 +351,23 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
     {
       // Only this process completes its tickets: the shared figures move under a local lock. completed
       // advances only across tickets that all completed (a later record on a faster stream does not
-      // complete an earlier one); recent tells a ticket that completed ahead of earlier ones. Beyond 64
-      // outstanding tickets the window slides: the oldest count as completed.
+      // complete an earlier one); the tickets completed ahead of it are kept here, however many, and
+      // recent tells importers of the latest of them.
       std::lock_guard lock(e->completeMu);
       e->record->recent[ticket % registry::kRecentTickets].store(ticket, std::memory_order_seq_cst);
       std::atomic<uint64_t>& done = e->record->completed;
       uint64_t completed = done.load(std::memory_order_relaxed);
       if (ticket <= completed) return mtiaSuccess;
-      while (ticket - completed > 64) {
+      if (ticket != completed + 1) {
+        e->doneAhead.insert(ticket);
+      } else {
         ++completed;
-        e->doneAhead >>= 1;
+        while (!e->doneAhead.empty() && *e->doneAhead.begin() == completed + 1) {
+          e->doneAhead.erase(e->doneAhead.begin());
+          ++completed;
+        }
+        done.store(completed, std::memory_order_seq_cst);
       }
-      e->doneAhead |= uint64_t{1} << (ticket - completed - 1);
-      while ((e->doneAhead & 1u) != 0) {
-        ++completed;
-        e->doneAhead >>= 1;
-      }
-      done.store(completed, std::memory_order_seq_cst);
     }
     e->record->wake.fetch_add(1, std::memory_order_seq_cst);
     futexWakeAll(&e->record->wake);
@@ -353,7 +375,7 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
   });
 }
 
-// Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle.
+// Thread-safe, never blocks. Errors: mtiaErrorInvalidHandle (also: destroyed, or the exporter exited).
 mtiaError_t ipcEventLatest(mtiaDrvIpcEvent event, uint64_t* ticket) {
   return guarded("ipcEventLatest", [&] {
     Machine* machine = nullptr;
@@ -361,7 +383,13 @@ mtiaError_t ipcEventLatest(mtiaDrvIpcEvent event, uint64_t* ticket) {
     IpcEvent* e = nullptr;
     if (mtiaError_t err = eventFor("ipcEventLatest", *machine, event, e); err != mtiaSuccess) return err;
     if (ticket == nullptr) return nullArgument("ipcEventLatest", "ticket");
-    *ticket = e->record->recorded.load(std::memory_order_seq_cst);
+    registry::Registry* registry = nullptr;
+    if (mtiaError_t err = machine->registry().open(registry); err != mtiaSuccess) return err;
+    // The record may have been reused for another event since: alive before and after the read.
+    if (!registry->eventAlive(e->ref)) return destroyed("ipcEventLatest", *e);
+    const uint64_t latest = e->record->recorded.load(std::memory_order_seq_cst);
+    if (!registry->eventAlive(e->ref)) return destroyed("ipcEventLatest", *e);
+    *ticket = latest;
     return mtiaSuccess;
   });
 }
@@ -379,15 +407,13 @@ mtiaError_t ipcEventWait(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeou
     constexpr uint64_t kSlice = 50'000'000;
     for (;;) {
       const uint32_t word = r.wake.load(std::memory_order_seq_cst);
-      if (r.completed.load(std::memory_order_seq_cst) >= ticket ||
-          r.recent[ticket % registry::kRecentTickets].load(std::memory_order_seq_cst) == ticket)
-        return mtiaSuccess;
-      if (!c.registry->eventAlive(e->ref)) {
-        return failf(mtiaErrorInvalidHandle,
-                     "ipcEventWait: the IPC event was destroyed by its exporting process (pid {}), or that process "
-                     "exited, before record {} completed",
-                     e->exporterPid, ticket);
-      }
+      // Alive first, and again after reading the counters: a destroyed event's record may be reused by a
+      // new event, whose counters say nothing of this one's records.
+      if (!c.registry->eventAlive(e->ref)) return destroyed("ipcEventWait", *e);
+      const bool done = r.completed.load(std::memory_order_seq_cst) >= ticket ||
+                        r.recent[ticket % registry::kRecentTickets].load(std::memory_order_seq_cst) == ticket;
+      if (!c.registry->eventAlive(e->ref)) return destroyed("ipcEventWait", *e);
+      if (done) return mtiaSuccess;
       const uint64_t waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
       if (waited >= timeoutNs) return failf(mtiaErrorNotReady, "ipcEventWait: record {} has not completed", ticket);

@@ -227,5 +227,204 @@ TEST(IpcEvent, WaitsEndWhenTheExporterDestroysTheEvent) { destroyedOrKilled(fals
 
 TEST(IpcEvent, WaitsEndWhenTheExporterIsKilled) { destroyedOrKilled(true); }
 
+// An imported event is never recorded in the importer, in capture or not, and a capturing stream cannot
+// wait for it: a graph would replay without waiting for the exporter's work.
+TEST(IpcEvent, CaptureRefusesRecordsOfAndWaitsForAnImportedEvent) {
+  Channel toImporter, toExporter;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, s) == mtiaSuccess);  // recorded: the importer's wait has a record to wait on
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h, e) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char done = 0;
+    IPC_CHECK(toExporter.receive(done));
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h) == mtiaSuccess);
+    mtiaStream_t s = nullptr, other = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamCreate(&other) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaEventRecordWithFlags(e, other, 0), mtiaErrorNotSupported, "only the exporting process records");
+    IPC_CHECK(mtiaStreamBeginCapture(s, mtiaStreamCaptureModeRelaxed) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaEventRecord(e, s), mtiaErrorNotSupported, "only the exporting process records");
+    IPC_CHECK_ERROR(mtiaEventRecordWithFlags(e, s, mtiaEventRecordExternal), mtiaErrorNotSupported,
+                    "only the exporting process records");
+    mtiaStreamCaptureStatus status = mtiaStreamCaptureStatusNone;
+    IPC_CHECK(mtiaStreamIsCapturing(s, &status) == mtiaSuccess);
+    IPC_CHECK(status == mtiaStreamCaptureStatusActive);  // a refused record does not invalidate
+    IPC_CHECK_ERROR(mtiaStreamWaitEvent(s, e, 0), mtiaErrorStreamCaptureUnsupported, "opened from an IPC handle");
+    mtiaGraph_t g = nullptr;
+    IPC_CHECK(mtiaStreamEndCapture(s, &g) == mtiaErrorStreamCaptureInvalidated);
+    IPC_CHECK(mtiaStreamBeginCapture(s, mtiaStreamCaptureModeRelaxed) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaStreamWaitEvent(s, e, mtiaEventWaitExternal), mtiaErrorStreamCaptureUnsupported,
+                    "opened from an IPC handle");
+    IPC_CHECK(mtiaStreamEndCapture(s, &g) == mtiaErrorStreamCaptureInvalidated);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);  // outside capture it waits as before
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(other) == mtiaSuccess);
+    const char done = 1;
+    IPC_CHECK(toExporter.send(done));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
+// An event the exporter destroyed is dead for its importers even when its last record completed (or it
+// was never recorded), and a new event that reuses its registry record does not revive the old handle.
+TEST(IpcEvent, ADestroyedEventStaysDeadWhenItsRecordIsReused) {
+  struct Pair {
+    mtiaIpcEventHandle_t recorded;
+    mtiaIpcEventHandle_t never;
+  };
+  Channel toImporter, toExporter;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr, never = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    IPC_CHECK(mtiaEventCreateWithFlags(&never, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    Pair h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h.recorded, e) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcGetEventHandle(&h.never, never) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char step = 0;
+    IPC_CHECK(toExporter.receive(step));  // opened
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(never) == mtiaSuccess);
+    // New events take the freed records over; their records complete.
+    mtiaEvent_t reuse[2] = {nullptr, nullptr};
+    for (mtiaEvent_t& r : reuse) {
+      IPC_CHECK(mtiaEventCreateWithFlags(&r, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+      mtiaIpcEventHandle_t ignored;
+      IPC_CHECK(mtiaIpcGetEventHandle(&ignored, r) == mtiaSuccess);
+      IPC_CHECK(mtiaEventRecord(r, s) == mtiaSuccess);
+      IPC_CHECK(mtiaEventRecord(r, s) == mtiaSuccess);
+    }
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(step));
+    IPC_CHECK(toExporter.receive(step));  // checked
+    for (mtiaEvent_t r : reuse) IPC_CHECK(mtiaEventDestroy(r) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    Pair h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr, never = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h.recorded) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcOpenEventHandle(&never, h.never) == mtiaSuccess);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventQuery(never) == mtiaSuccess);
+    char step = 1;
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(toImporter.receive(step));  // destroyed, and the records reused by completed records
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    for (mtiaEvent_t x : {e, never}) {
+      IPC_CHECK_ERROR(mtiaEventQuery(x), mtiaErrorInvalidHandle, "destroyed by its exporting process");
+      IPC_CHECK_ERROR(mtiaEventSynchronize(x), mtiaErrorInvalidHandle, "destroyed by its exporting process");
+      IPC_CHECK_ERROR(mtiaStreamWaitEvent(s, x, 0), mtiaErrorInvalidHandle, "destroyed by its exporting process");
+      IPC_CHECK(mtiaEventDestroy(x) == mtiaSuccess);
+    }
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    IPC_CHECK(toExporter.send(step));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
+// More than 64 records complete ahead of an earlier one still held: a wait for the earlier one keeps
+// waiting (the tickets completed ahead are all remembered, none counts as completed early).
+TEST(IpcEvent, ManyLaterRecordsDoNotReleaseAWaitForAnEarlierOne) {
+  constexpr int kLater = 100;
+  Channel toImporter, toExporter, toParent, release;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    mtiaStream_t held = nullptr, fast = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&held) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamCreate(&fast) == mtiaSuccess);
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(mtiaIpcGetEventHandle(&h, e) == mtiaSuccess);
+    IPC_CHECK(mtiaLaunchHostFunc(held, blockUntilSaid, &release) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, held) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char step = 0;
+    IPC_CHECK(toExporter.receive(step));  // the importer waits for the first record
+    for (int i = 0; i < kLater; ++i) {
+      IPC_CHECK(mtiaEventRecord(e, fast) == mtiaSuccess);
+      IPC_CHECK(mtiaStreamSynchronize(fast) == mtiaSuccess);
+    }
+    IPC_CHECK(toImporter.send(step));
+    IPC_CHECK(toExporter.receive(step));
+    IPC_CHECK(mtiaStreamSynchronize(held) == mtiaSuccess);
+    IPC_CHECK(mtiaEventRecord(e, fast) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamSynchronize(fast) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(step));
+    IPC_CHECK(toExporter.receive(step));
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcEventHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h) == mtiaSuccess);
+    mtiaStream_t s = nullptr;
+    IPC_CHECK(mtiaStreamCreate(&s) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamWaitEvent(s, e, 0) == mtiaSuccess);
+    char step = 1;
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(toImporter.receive(step));  // the later records all completed
+    IPC_CHECK(mtiaStreamQuery(s) == mtiaErrorNotReady);  // still waiting for the first record
+    IPC_CHECK(toParent.send(step));                      // the parent lets the held stream go
+    IPC_CHECK(mtiaStreamSynchronize(s) == mtiaSuccess);
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(toImporter.receive(step));  // one more record, after all the others: every record completed
+    IPC_CHECK(mtiaEventSynchronize(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(toExporter.send(step));
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  char step = 0;
+  ASSERT_TRUE(toParent.receive(step));
+  const char go = 1;
+  ASSERT_TRUE(release.send(go));
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
 }  // namespace
 }  // namespace mtia::ipc::test

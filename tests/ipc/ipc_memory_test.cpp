@@ -501,5 +501,129 @@ TEST(IpcMemory, NotLegalDuringGlobalCapture) {
   EXPECT_EQ(waitChild(child), 0);
 }
 
+// The runtime header's offset and size are checked against the exported range: a handle whose range
+// was modified is refused instead of letting copies run past the mapping.
+TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
+  constexpr size_t kOffsetAt = 8, kSizeAt = 16;  // in the runtime header (ipc_memory.hpp)
+  Channel toImporter, toExporter;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    void* p = nullptr;
+    IPC_CHECK(mtiaMalloc(&p, 4 * kMiB) == mtiaSuccess);
+    mtiaIpcMemHandle_t h;
+    IPC_CHECK(mtiaIpcGetMemHandle(&h, p) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char done = 0;
+    IPC_CHECK(toExporter.receive(done));
+    IPC_CHECK(mtiaFree(p) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    mtiaIpcMemHandle_t h;
+    IPC_CHECK(toImporter.receive(h));
+    void* p = nullptr;
+    for (int round = 0; round < 2; ++round) {  // a first open, and a second one of an open export
+      mtiaIpcMemHandle_t bigger = h, shifted = h, empty = h;
+      uint64_t size = 0;
+      std::memcpy(&size, h.reserved + kSizeAt, sizeof size);
+      const uint64_t huge = size + (uint64_t{1} << 30);
+      std::memcpy(bigger.reserved + kSizeAt, &huge, sizeof huge);
+      const uint32_t far = 1u << 30;
+      std::memcpy(shifted.reserved + kOffsetAt, &far, sizeof far);
+      const uint64_t zero = 0;
+      std::memcpy(empty.reserved + kSizeAt, &zero, sizeof zero);
+      void* q = nullptr;
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, bigger, 0), mtiaErrorInvalidHandle, "handle does not match");
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, shifted, 0), mtiaErrorInvalidHandle, "handle does not match");
+      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, empty, 0), mtiaErrorInvalidHandle, "handle does not match");
+      if (round == 0) IPC_CHECK(mtiaIpcOpenMemHandle(&p, h, 0) == mtiaSuccess);
+    }
+    // The refused opens left no count behind: one close is the last.
+    IPC_CHECK(mtiaMemset(p, 0x11, 4 * kMiB) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcCloseMemHandle(p) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(p), mtiaErrorInvalidValue, "not an open IPC mapping");
+    const char done = 1;
+    IPC_CHECK(toExporter.send(done));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
+// A forked child of an importer does not inherit its IPC objects (CUDA supports no IPC across fork): it
+// cannot close the parent's mappings or use its imported events, its own opens of the same handle are
+// counted in its own records, and the parent's opens stay as they were.
+TEST(IpcMemory, AForkedChildDoesNotInheritImports) {
+  struct Sent {
+    mtiaIpcMemHandle_t a;
+    mtiaIpcMemHandle_t b;
+    mtiaIpcEventHandle_t event;
+  };
+  Channel toImporter, toExporter;
+  const pid_t exporter = forkChild([&] {
+    watchdog();
+    void *a = nullptr, *b = nullptr;
+    IPC_CHECK(mtiaMalloc(&a, 2 * kMiB) == mtiaSuccess);
+    IPC_CHECK(mtiaMalloc(&b, 2 * kMiB) == mtiaSuccess);
+    IPC_CHECK(mtiaMemset(b, 0x3C, 2 * kMiB) == mtiaSuccess);
+    mtiaEvent_t e = nullptr;
+    IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
+    Sent h;
+    IPC_CHECK(mtiaIpcGetMemHandle(&h.a, a) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcGetMemHandle(&h.b, b) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcGetEventHandle(&h.event, e) == mtiaSuccess);
+    IPC_CHECK(toImporter.send(h));
+    char done = 0;
+    IPC_CHECK(toExporter.receive(done));
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaFree(a) == mtiaSuccess);
+    IPC_CHECK(mtiaFree(b) == mtiaSuccess);
+    return 0;
+  });
+  KillOnExit guardExporter{exporter};
+  const pid_t importer = forkChild([&] {
+    watchdog();
+    Sent h;
+    IPC_CHECK(toImporter.receive(h));
+    void *a = nullptr, *b = nullptr;
+    mtiaEvent_t e = nullptr;
+    // Two imports, the first closed again: the parent's record of b is not the child's first free one.
+    IPC_CHECK(mtiaIpcOpenMemHandle(&a, h.a, 0) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcOpenMemHandle(&b, h.b, 0) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcCloseMemHandle(a) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcOpenEventHandle(&e, h.event) == mtiaSuccess);
+    const pid_t child = forkChild([&] {
+      IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(b), mtiaErrorInvalidValue, "not an open IPC mapping");
+      IPC_CHECK_ERROR(mtiaEventQuery(e), mtiaErrorInvalidHandle, "not a live IPC event");
+      void *mine = nullptr, *again = nullptr;
+      IPC_CHECK(mtiaIpcOpenMemHandle(&mine, h.b, 0) == mtiaSuccess);
+      IPC_CHECK(mine != b);  // mapped anew: the inherited mapping is the parent's
+      IPC_CHECK(mtiaIpcOpenMemHandle(&again, h.b, 0) == mtiaSuccess);
+      IPC_CHECK(again == mine);
+      IPC_CHECK(mtiaIpcCloseMemHandle(mine) == mtiaSuccess);
+      IPC_CHECK(mtiaIpcCloseMemHandle(mine) == mtiaSuccess);
+      IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(mine), mtiaErrorInvalidValue, "not an open IPC mapping");
+      IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(b), mtiaErrorInvalidValue, "not an open IPC mapping");
+      return 0;
+    });
+    IPC_CHECK(waitChild(child) == 0);
+    // The parent's open of b and its event are as they were.
+    IPC_CHECK(filledWith(b, 2 * kMiB, 0x3C));
+    IPC_CHECK(mtiaEventQuery(e) == mtiaSuccess);
+    IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
+    IPC_CHECK(mtiaIpcCloseMemHandle(b) == mtiaSuccess);
+    IPC_CHECK_ERROR(mtiaIpcCloseMemHandle(b), mtiaErrorInvalidValue, "not an open IPC mapping");
+    const char done = 1;
+    IPC_CHECK(toExporter.send(done));
+    return 0;
+  });
+  KillOnExit guardImporter{importer};
+  EXPECT_EQ(waitChild(importer), 0);
+  EXPECT_EQ(waitChild(exporter), 0);
+}
+
 }  // namespace
 }  // namespace mtia::ipc::test
