@@ -97,7 +97,13 @@ fi
 [[ $other == 1 ]] || pids+=("$other")
 sleep 0.1
 expect 4 "belongs to uid" mem snapshot -p "$other" -o "$work/x.pickle"
-kill -STOP "$hist"  # its watcher cannot answer
+kill -STOP "$hist"  # its watcher cannot answer once every thread has stopped: kill returns before they have
+for _ in $(seq 1 200); do
+  running=$(awk '{ sub(/^.*\) /, ""); print $1 }' /proc/"$hist"/task/*/stat | grep -vc '^T$' || true)
+  [[ $running == 0 ]] && break
+  sleep 0.01
+done
+[[ $running == 0 ]] || fail "smi_holder $hist did not stop"
 expect 255 "did not answer within" mem snapshot -p "$hist" -o "$work/x.pickle" --timeout 0.3
 kill -CONT "$hist"
 [[ ! -e $work/x.pickle ]] || fail "a failed snapshot left its file"
