@@ -1,5 +1,6 @@
 // torch_mtia._C: the Python bindings. Everything hook-shaped goes through MTIAHooks; streams travel as
 // (runtime stream id, device index) pairs, which torch_mtia turns into its Stream objects.
+#include "autograd_streams.h"
 #include "device_kernels.h"
 #include "hooks.h"
 #include "mtia_check.h"
@@ -157,6 +158,8 @@ PYBIND11_MODULE(_C, m) {
     loadKernelModule(kernelModule.c_str());
   });
   m.def("device_count", [&hooks] { return int{hooks.deviceCount()}; });
+  m.def("backward_fence_begin", &backwardFenceBegin);
+  m.def("backward_fence_end", &backwardFenceEnd);
   m.def("is_available", [&hooks] { return hooks.isAvailable(); });
   m.def("current_device", [&hooks] { return int{hooks.getCurrentDevice()}; });
   m.def("set_device", [&hooks](int d) { hooks.setCurrentDevice(static_cast<c10::DeviceIndex>(d)); });

@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from . import _C
+from . import _C, _autograd
 from ._graphs import MTIAGraph, graph, graph_pool_handle, is_current_stream_capturing
 from ._memory import (
     _dump_snapshot,
@@ -31,6 +31,7 @@ from ._streams import Event, Stream, StreamContext, current_stream, default_stre
 DEVICE_TYPE = "privateuseone"
 
 _C._init(os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so"))
+_autograd.install()
 
 
 def device(index=None):
