@@ -52,6 +52,24 @@ def test_scalar_forms_and_in_place():
     assert torch.allclose(e.cpu(), (a + 2 * a - a) * a)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_threshold_backward_equals_cpu(dtype):
+    # relu's backward, run on the device (no CPU fallback): strided and broadcast operands, NaN inputs
+    # pass the gradient as on the CPU, an integer tensor with a fractional threshold.
+    grad = rand(6, 5, dtype=dtype, seed=7)
+    x = rand(5, 6, dtype=dtype, seed=8).t()  # non-contiguous
+    if dtype.is_floating_point:
+        x[0, 0] = float("nan")
+    for threshold in (0, 0.5, -1.5):
+        expected = torch.ops.aten.threshold_backward(grad, x, threshold)
+        got = torch.ops.aten.threshold_backward(grad.to(DEV), x.to(DEV), threshold)
+        assert got.device == DEV and got.dtype == expected.dtype
+        assert torch.equal(got.cpu(), expected), threshold
+    row = rand(5, dtype=dtype, seed=9)  # the gradient broadcast along rows
+    expected = torch.ops.aten.threshold_backward(row, x, 0)
+    assert torch.equal(torch.ops.aten.threshold_backward(row.to(DEV), x.to(DEV), 0).cpu(), expected)
+
+
 def test_relu_mm_addmm_sum():
     a, b = rand(5, 7, seed=7), rand(7, 3, seed=8)
     bias = rand(3, seed=9)

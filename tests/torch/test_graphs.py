@@ -1,5 +1,6 @@
 """MTIAGraph: a forward pass (matmul, add, relu) captured once and replayed 100 times with new inputs
-equals eager execution; two graphs share one pool."""
+equals eager execution; a whole training step (forward, backward, SGD update) captured and replayed
+equals the CPU's; two graphs share one pool."""
 import pytest
 import torch
 
@@ -28,6 +29,46 @@ def test_capture_and_replay_with_new_inputs_equals_eager():
         graph.replay()
         eager = forward(x.to(DEV), w, b)
         assert torch.allclose(static_y.cpu(), eager.cpu(), atol=1e-6), f"replay {i}"
+    graph.reset()
+
+
+def test_captured_training_step_equals_cpu():
+    # The backward runs on the device's default stream (1.13's engine), not on the capturing side
+    # stream: it joins the capture through the event of torch_mtia's fence and is replayed with the
+    # forward and the update.
+    g = torch.Generator().manual_seed(3)
+    w_cpu = torch.randn(16, 8, generator=g).requires_grad_()
+    b_cpu = torch.randn(8, generator=g).requires_grad_()
+    w = w_cpu.detach().to(DEV).requires_grad_()
+    b = b_cpu.detach().to(DEV).requires_grad_()
+    static_x = torch.zeros(4, 16, device=DEV)
+    side = torch_mtia.Stream()
+    side.wait_stream(torch_mtia.current_stream())
+    with torch_mtia.stream(side):  # warm-up: gradients allocated outside the capture
+        forward(static_x, w, b).sum().backward()
+    torch_mtia.current_stream().wait_stream(side)
+    graph = torch_mtia.MTIAGraph()
+    with torch_mtia.graph(graph, stream=side):  # on a side stream, as torch.cuda.graph captures
+        forward(static_x, w, b).sum().backward()  # accumulates into the gradients of the warm-up
+        with torch.no_grad():
+            w.sub_(w.grad, alpha=0.01)
+            b.sub_(b.grad, alpha=0.01)
+            w.grad.zero_()
+            b.grad.zero_()
+    w.grad.zero_()
+    b.grad.zero_()
+    for i in range(10):
+        x = torch.randn(4, 16, generator=g)
+        static_x.copy_(x)
+        graph.replay()
+        forward(x, w_cpu, b_cpu).sum().backward()
+        with torch.no_grad():
+            w_cpu.sub_(w_cpu.grad, alpha=0.01)
+            b_cpu.sub_(b_cpu.grad, alpha=0.01)
+            w_cpu.grad.zero_()
+            b_cpu.grad.zero_()
+        assert torch.allclose(w.detach().cpu(), w_cpu.detach(), atol=1e-5), f"replay {i}: weights"
+        assert torch.allclose(b.detach().cpu(), b_cpu.detach(), atol=1e-5), f"replay {i}: bias"
     graph.reset()
 
 

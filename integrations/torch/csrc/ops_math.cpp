@@ -1,6 +1,7 @@
 // PrivateUse1 arithmetic kernels: add/sub/mul (Tensor and Scalar forms, out of place and in place),
-// relu, mm, addmm and sum. Float32 contiguous operands of one shape use the runtime's built-in kernels
-// (add_f32, mul_f32, relu_f32, matmul_f32, reduce_sum_f32); everything else runs the strided
+// relu, threshold_backward, mm, addmm and sum. Float32 contiguous operands of one shape use the
+// runtime's built-in kernels (add_f32, mul_f32, relu_f32, matmul_f32, reduce_sum_f32); everything
+// else runs the strided
 // elementwise kernel of the integration's module, with broadcasting and type promotion done here.
 #include "device_kernels.h"
 #include "mtia_check.h"
@@ -146,6 +147,23 @@ at::Tensor relu(const at::Tensor& self) {
   return out;
 }
 
+// relu's backward: the gradient where the forward input was above threshold, else 0 (NaN inputs pass
+// the gradient, as on the CPU). On the device so that a backward through relu needs no host copies.
+at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& self, const c10::Scalar& threshold) {
+  checkOperands(self, gradOutput);
+  TORCH_CHECK(!isCpuScalar(gradOutput), "torch_mtia: threshold_backward expects the gradient on ", self.device());
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = emptyDevice(at::infer_size(gradOutput.sizes(), self.sizes()),
+                               at::result_type(gradOutput, self), self.device());
+  if (out.numel() == 0) return out;
+  mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpThresholdBackward, out, out.sizes());
+  p.a = tensorArg(gradOutput, out.sizes());
+  p.b = tensorArg(self, out.sizes());
+  setScalar(p.alpha, p.ialpha, threshold);
+  launchElementwise(p);
+  return out;
+}
+
 at::Tensor matrixProduct(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "torch_mtia: mm expects 2-D tensors, got ", self.dim(), "-D and ",
               mat2.dim(), "-D");
@@ -272,6 +290,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul_.Tensor", TORCH_FN(mulInPlace));
   m.impl("mul.Scalar", TORCH_FN(mulScalar));
   m.impl("relu", TORCH_FN(relu));
+  m.impl("threshold_backward", TORCH_FN(thresholdBackward));
   m.impl("mm", TORCH_FN(matrixProduct));
   m.impl("addmm", TORCH_FN(addmm));
   m.impl("sum", TORCH_FN(sum));

@@ -207,7 +207,7 @@ int64_t wrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<
 int64_t wrapMul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
 
 bool usesA(int32_t op) { return op != mtiaTorchOpFill; }
-bool usesB(int32_t op) { return op == mtiaTorchOpLinComb || op == mtiaTorchOpMul; }
+bool usesB(int32_t op) { return op == mtiaTorchOpLinComb || op == mtiaTorchOpMul || op == mtiaTorchOpThresholdBackward; }
 
 void apply(const mtiaTorchElementwise& p, uint64_t i) {
   char* out = at(p.out, offsetOf(p, p.out, i));
@@ -223,6 +223,7 @@ void apply(const mtiaTorchElementwise& p, uint64_t i) {
       case mtiaTorchOpMul: v = loadDouble(a, p.a.dtype) * loadDouble(b, p.b.dtype); break;
       case mtiaTorchOpRelu: v = loadDouble(a, p.a.dtype); v = v < 0.0 ? 0.0 : v; break;
       case mtiaTorchOpSumInto: v = loadDouble(out, p.out.dtype) + loadDouble(a, p.a.dtype); break;
+      case mtiaTorchOpThresholdBackward: v = loadDouble(b, p.b.dtype) <= p.alpha ? 0.0 : loadDouble(a, p.a.dtype); break;
       default: break;
     }
     storeDouble(out, p.out.dtype, v);
@@ -238,6 +239,7 @@ void apply(const mtiaTorchElementwise& p, uint64_t i) {
       case mtiaTorchOpMul: v = wrapMul(loadInt(a, p.a.dtype), loadInt(b, p.b.dtype)); break;
       case mtiaTorchOpRelu: v = std::max<int64_t>(0, loadInt(a, p.a.dtype)); break;
       case mtiaTorchOpSumInto: v = wrapAdd(loadInt(out, p.out.dtype), loadInt(a, p.a.dtype)); break;
+      case mtiaTorchOpThresholdBackward: v = loadInt(b, p.b.dtype) <= p.ialpha ? 0 : loadInt(a, p.a.dtype); break;
       default: break;
     }
     storeInt(out, p.out.dtype, v);
@@ -251,7 +253,7 @@ MTIA_SIM_KERNEL_ARGS(mtia_torch_elementwise, 1, sizeof(mtiaTorchElementwise));
 MTIA_SIM_KERNEL(mtia_torch_elementwise) {
   mtiaTorchElementwise p;
   std::memcpy(&p, args[0], sizeof p);
-  if (p.op < mtiaTorchOpCopy || p.op > mtiaTorchOpSumInto) {
+  if (p.op < mtiaTorchOpCopy || p.op > mtiaTorchOpThresholdBackward) {
     fault(ctx, "is not an operation", "op");
     return;
   }

@@ -29,7 +29,8 @@ typedef enum mtiaTorchOp {
   mtiaTorchOpScale = 3,   /* out = alpha * a */
   mtiaTorchOpMul = 4,     /* out = a * b */
   mtiaTorchOpRelu = 5,    /* out = a < 0 ? 0 : a */
-  mtiaTorchOpSumInto = 6  /* out[...] += a[...]: out's strides are 0 along the summed dims; one block */
+  mtiaTorchOpSumInto = 6, /* out[...] += a[...]: out's strides are 0 along the summed dims; one block */
+  mtiaTorchOpThresholdBackward = 7 /* out = b <= alpha ? 0 : a (a: the gradient, b: the forward input) */
 } mtiaTorchOp;
 
 typedef struct mtiaTorchTensorArg {
