@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with CMake into build/, runs the demo on
 # the simulated device (recording memory history), summarises and plots its
-# memory snapshot with mtia-mem, then runs mtia-smi.
+# memory snapshot with mtia-mem, runs the PyTorch demo (python3 -m torch_mtia.demo) when the build
+# has the PyTorch backend, then runs mtia-smi.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -22,6 +23,12 @@ mtia_cmake_configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Only the programs the demo runs (and what they link), not the tests.
 targets=("$DEMO" "$MEM")
 if ninja -C "$BUILD_DIR" -t query "$SMI" >/dev/null 2>&1; then targets+=("$SMI"); fi
+# The PyTorch backend when the configuration found Debian's PyTorch (integrations/torch).
+torch_demo=0
+if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep -q '^torch_mtia_C:'; then
+  targets+=(torch_mtia_C mtia_torch_kernels)
+  torch_demo=1
+fi
 mtia_step "build ${targets[*]}"
 cmake --build "$BUILD_DIR" -j "$MTIA_JOBS" --target "${targets[@]##*/}"
 
@@ -34,6 +41,11 @@ mtia_step "mtia-mem summary $SNAPSHOT"
 mtia_step "mtia-mem plot $SNAPSHOT -o $PLOT"
 "$BUILD_DIR/$MEM" plot "$SNAPSHOT" -o "$PLOT"
 echo "open $PLOT in a browser: memory over time by allocation site, the segment map, the top sites"
+
+if ((torch_demo)); then
+  mtia_step "run python3 -m torch_mtia.demo (PyTorch on the simulated device)"
+  PYTHONPATH="$BUILD_DIR/integrations/torch" /usr/bin/python3 -m torch_mtia.demo
+fi
 
 mtia_step "run $BUILD_DIR/$SMI"
 if [[ -x "$BUILD_DIR/$SMI" ]]; then

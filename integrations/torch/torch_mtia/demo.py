@@ -7,8 +7,10 @@ import torch
 import torch_mtia
 
 
-def forward(x, w, b):
-    return torch.relu(x @ w + b)
+def forward(x, layers):
+    for w, b in layers:
+        x = torch.relu(x @ w + b)
+    return x
 
 
 def main():
@@ -26,22 +28,21 @@ def main():
     torch_mtia.current_stream().wait_stream(s)
     print(f"  side-stream result: {b.sum().item():.0f} (expected {2 * 256 * 256})")
 
-    # A small layer, replayed many times: what graphs are for.
-    x = torch.randn(16, 64, device=dev)
-    w = torch.randn(64, 64, device=dev)
-    bias = torch.randn(64, device=dev)
+    # Eight small layers (24 launches per step), run many times: launch-bound work, what graphs are for.
+    x = torch.randn(4, 16, device=dev)
+    layers = [(torch.randn(16, 16, device=dev) / 4, torch.randn(16, device=dev)) for _ in range(8)]
     steps = 200
-    forward(x, w, bias)
+    forward(x, layers)
     torch_mtia.synchronize()
     start = time.perf_counter()
     for _ in range(steps):
-        y = forward(x, w, bias)
+        y = forward(x, layers)
     torch_mtia.synchronize()
     eager = (time.perf_counter() - start) / steps
 
     g = torch_mtia.MTIAGraph()
     with torch_mtia.graph(g):
-        static_y = forward(x, w, bias)
+        static_y = forward(x, layers)
     start = time.perf_counter()
     for _ in range(steps):
         g.replay()
