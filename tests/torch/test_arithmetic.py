@@ -60,7 +60,7 @@ def test_threshold_backward_equals_cpu(dtype):
     x = rand(5, 6, dtype=dtype, seed=8).t()  # non-contiguous
     if dtype.is_floating_point:
         x[0, 0] = float("nan")
-    for threshold in (0, 0.5, -1.5):
+    for threshold in (0, 0.5, -1.5, 0.1):  # 0.1 is compared as the dtype rounds it, as on the CPU
         expected = torch.ops.aten.threshold_backward(grad, x, threshold)
         got = torch.ops.aten.threshold_backward(grad.to(DEV), x.to(DEV), threshold)
         assert got.device == DEV and got.dtype == expected.dtype
@@ -68,6 +68,75 @@ def test_threshold_backward_equals_cpu(dtype):
     row = rand(5, dtype=dtype, seed=9)  # the gradient broadcast along rows
     expected = torch.ops.aten.threshold_backward(row, x, 0)
     assert torch.equal(torch.ops.aten.threshold_backward(row.to(DEV), x.to(DEV), 0).cpu(), expected)
+
+
+def test_threshold_backward_rounds_the_threshold_to_the_dtype():
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.tensor([0.1, 0.3, 0.09], dtype=dtype)
+        grad = torch.ones(3, dtype=dtype)
+        for threshold in (0.1, 0.3):
+            expected = torch.ops.aten.threshold_backward(grad, x, threshold)
+            got = torch.ops.aten.threshold_backward(grad.to(DEV), x.to(DEV), threshold)
+            assert torch.equal(got.cpu(), expected), (dtype, threshold)
+
+
+def test_in_place_overlap_is_refused_as_on_the_cpu():
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    d = a.to(DEV)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        d.add_(d.t())  # partial overlap of the written tensor and an input
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        torch.zeros(3, device=DEV).expand(3, 3).add_(torch.ones(3, 3, device=DEV))
+    x = torch.arange(8.0).to(DEV)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        x[1:].copy_(x[:-1])
+    d.add_(d)  # full overlap is element by element: allowed
+    d.mul_(d)
+    assert torch.equal(d.cpu(), (a + a) * (a + a))
+    d.copy_(d)  # the same elements: nothing to do
+    assert torch.equal(d.cpu(), (a + a) * (a + a))
+
+
+def test_copy_broadcasts_the_source():
+    row = torch.tensor([1.0, 2.0, 3.0])
+    dst = torch.zeros(2, 3, device=DEV)
+    dst.copy_(row)  # host to device
+    assert torch.equal(dst.cpu(), row.expand(2, 3))
+    dst.copy_(torch.tensor([5.0, 6.0, 7.0], device=DEV))  # device to device
+    assert torch.equal(dst.cpu(), torch.tensor([5.0, 6.0, 7.0]).expand(2, 3))
+    host = torch.zeros(2, 3, dtype=torch.float64)
+    host.copy_(row.to(DEV))  # device to host, with a dtype change
+    assert torch.equal(host, row.to(torch.float64).expand(2, 3))
+    with pytest.raises(RuntimeError):
+        dst.copy_(torch.ones(4, device=DEV))
+
+
+def test_alpha_and_bool_subtraction_checks_match_the_cpu():
+    i = torch.arange(4).to(DEV)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(i, i, alpha=0.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        i.add_(i, alpha=0.5)
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        torch.add(i, 1, alpha=0.5)
+    b = torch.tensor([True, False]).to(DEV)
+    with pytest.raises(RuntimeError, match="two bool tensors is not supported"):
+        b - b
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        torch.ones(2, device=DEV) - b
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
+        torch.add(torch.ones(2, device=DEV), torch.ones(2, device=DEV), alpha=True)
+    assert torch.equal(torch.add(b, b, alpha=True).cpu(), torch.add(b.cpu(), b.cpu(), alpha=True))
+
+
+def test_addmm_with_beta_zero_ignores_self_and_keeps_infinities():
+    m1 = torch.tensor([[1e30]])
+    m2 = torch.tensor([[1e30]])
+    nan = torch.tensor([[float("nan")]])
+    for alpha in (1, 2):
+        expected = torch.addmm(nan, m1, m2, beta=0, alpha=alpha)
+        got = torch.addmm(nan.to(DEV), m1.to(DEV), m2.to(DEV), beta=0, alpha=alpha)
+        assert torch.equal(got.cpu(), expected), alpha
 
 
 def test_relu_mm_addmm_sum():

@@ -44,3 +44,16 @@ def test_snapshot_has_keys_and_python_frames(tmp_path):
         del keep
     finally:
         torch_mtia.record_memory_history(enabled=None)
+
+
+def test_boolean_form_of_record_memory_history():
+    # True / False (the older boolean form) mean "all" and off.
+    torch_mtia.record_memory_history(True)
+    try:
+        keep = allocate_here()
+        trace = [e for device in torch_mtia.snapshot()["device_traces"] for e in device]
+        assert any(e["action"] == "alloc" for e in trace)
+        del keep
+    finally:
+        torch_mtia.record_memory_history(False)
+    assert all(t == [] for t in torch_mtia.snapshot()["device_traces"])

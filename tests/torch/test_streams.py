@@ -184,6 +184,33 @@ def test_backward_on_a_side_stream_is_ordered_with_that_stream():
     assert torch.equal(g.cpu(), expected)
 
 
+def test_backward_mixing_cpu_and_device_gradients_on_a_side_stream():
+    # A node fed by a CPU gradient (ToCopyBackward0) runs on the calling thread, and the gradients of x
+    # meet there: that thread runs on the default stream during the pass too, so both contributions
+    # are ordered.
+    side = torch_mtia.Stream()
+    base = torch.randn(1 << 15)
+    side.wait_stream(torch_mtia.current_stream())
+    with torch_mtia.stream(side):
+        for i in range(10):
+            x = base.to(DEV).requires_grad_()
+            torch_mtia._C.sleep_on_stream(2_000)
+            ((x * 2.0).relu().sum() + (x.cpu() * 3.0).sum()).backward()
+            expected = (base > 0).to(torch.float32) * 2.0 + 3.0
+            assert torch.equal(x.grad.cpu(), expected), f"round {i}"
+            assert torch_mtia.current_stream() == side  # the caller's stream again after the pass
+
+
+def test_the_same_stream_nests_as_a_context():
+    s = torch_mtia.Stream()
+    default = torch_mtia.current_stream()
+    with s:
+        with s:
+            assert torch_mtia.current_stream() == s
+        assert torch_mtia.current_stream() == s
+    assert torch_mtia.current_stream() == default
+
+
 def test_engine_wrapper_keeps_the_engine_interface():
     from torch.autograd.variable import Variable
 

@@ -4,6 +4,10 @@
 #include "mtia_check.h"
 #include "streams.h"
 
+#include <c10/util/Logging.h>
+
+#include <exception>
+
 namespace torch_mtia {
 namespace {
 
@@ -34,23 +38,39 @@ BackwardFence backwardFenceBegin() {
   BackwardFence fence;
   for (c10::DeviceIndex d = 0; d < hooks.deviceCount(); ++d) {
     if (!hooks.hasPrimaryContext(d)) continue;
-    mtiaStream_t caller = nullptr;
-    MTIA_CHECK(mtiaGetCurrentStream(d, &caller));
-    mtiaStream_t fallback = defaultHandle(d);
-    if (caller == fallback) continue;
-    order(d, caller, fallback);
-    int64_t id = 0;
-    MTIA_CHECK(mtiaStreamGetId(caller, &id));
-    fence.emplace_back(d, id);
+    try {
+      mtiaStream_t caller = nullptr;
+      MTIA_CHECK(mtiaGetCurrentStream(d, &caller));
+      mtiaStream_t fallback = defaultHandle(d);
+      if (caller == fallback) continue;
+      int64_t id = 0;
+      MTIA_CHECK(mtiaStreamGetId(caller, &id));
+      order(d, caller, fallback);
+      // The engine also runs nodes on this thread (those fed by CPU gradients, and the accumulation of
+      // gradients that meet there): on the default stream as well, so all of the pass is in one order.
+      MTIA_CHECK(mtiaSetCurrentStream(fallback));
+      fence.emplace_back(d, id);
+    } catch (const std::exception& e) {
+      // A device that cannot order (a sticky fault) fails the MTIA work of the pass by itself; a pass
+      // without MTIA tensors must not fail for it.
+      LOG(WARNING) << "torch_mtia: backward pass not ordered with the current stream of device " << int{d} << ": "
+                   << e.what();
+    }
   }
   return fence;
 }
 
 void backwardFenceEnd(const BackwardFence& fence) {
   for (const auto& [device, id] : fence) {
-    mtiaStream_t caller = nullptr;
-    MTIA_CHECK(mtiaStreamFromId(id, &caller));
-    order(device, defaultHandle(device), caller);
+    try {
+      mtiaStream_t caller = nullptr;
+      MTIA_CHECK(mtiaStreamFromId(id, &caller));
+      MTIA_CHECK(mtiaSetCurrentStream(caller));
+      order(device, defaultHandle(device), caller);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "torch_mtia: gradients of device " << int{device}
+                   << " not ordered with the stream that called backward: " << e.what();
+    }
   }
 }
 

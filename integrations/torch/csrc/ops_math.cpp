@@ -1,8 +1,8 @@
 // PrivateUse1 arithmetic kernels: add/sub/mul (Tensor and Scalar forms, out of place and in place),
 // relu, threshold_backward, mm, addmm and sum. Float32 contiguous operands of one shape use the
 // runtime's built-in kernels (add_f32, mul_f32, relu_f32, matmul_f32, reduce_sum_f32); everything
-// else runs the strided
-// elementwise kernel of the integration's module, with broadcasting and type promotion done here.
+// else runs the strided elementwise kernel of the integration's module, with broadcasting, type
+// promotion and the CPU's argument and overlap checks done here.
 #include "device_kernels.h"
 #include "mtia_check.h"
 #include "streams.h"
@@ -10,6 +10,7 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -75,10 +76,28 @@ at::Tensor onDevice(const at::Tensor& t, const at::Tensor& like, at::ScalarType 
   return scalarTensor(t.to(type).item(), type, like);
 }
 
+// The CPU's checks of add/sub's alpha for the result type (integral results take no floating alpha,
+// only bool results take a bool one) and of sub's bool operands.
+void checkAlpha(at::ScalarType type, const c10::Scalar& alpha) {
+  TORCH_CHECK(!alpha.isBoolean() || type == at::kBool, "Boolean alpha only supported for Boolean results.");
+  TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || alpha.isIntegral(/*includeBool=*/true),
+              "For integral input tensors, argument alpha must not be a floating point number.");
+}
+
+void checkSub(at::ScalarType a, at::ScalarType b) {
+  TORCH_CHECK(a != at::kBool || b != at::kBool,
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.");
+  TORCH_CHECK(a != at::kBool && b != at::kBool,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+              "invert a mask, use the `~` or `logical_not()` operator instead.");
+}
+
 at::Tensor binary(const at::Tensor& self, const at::Tensor& other, bool multiply, const c10::Scalar& sb) {
   const at::Tensor& dev = deviceOperand(self, other);
   const c10::DeviceGuard guard(dev.device());
   const at::ScalarType type = at::result_type(self, other);
+  if (!multiply) checkAlpha(type, sb);
   at::Tensor out = emptyDevice(at::infer_size(self.sizes(), other.sizes()), type, dev.device());
   binaryInto(out, onDevice(self, dev, type), onDevice(other, dev, type), multiply, 1, sb);
   return out;
@@ -91,6 +110,10 @@ at::Tensor& binaryInPlace(at::Tensor& self, const at::Tensor& other, bool multip
               self.sizes(), " doesn't match the broadcast shape of ", other.sizes());
   TORCH_CHECK(at::canCast(at::result_type(self, other), self.scalar_type()), "torch_mtia: result type ",
               at::result_type(self, other), " can't be cast to the desired output type ", self.scalar_type());
+  if (!multiply) checkAlpha(at::result_type(self, other), sb);
+  // The kernels read and write element by element: the CPU's overlap rules keep that well defined.
+  at::assert_no_internal_overlap(self);
+  if (!isCpuScalar(other)) at::assert_no_partial_overlap(self, other);
   binaryInto(self, self, onDevice(other, self, at::result_type(self, other)), multiply, 1, sb);
   return self;
 }
@@ -101,6 +124,7 @@ at::Tensor addTensor(const at::Tensor& self, const at::Tensor& other, const c10:
   return binary(self, other, false, alpha);
 }
 at::Tensor subTensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  checkSub(self.scalar_type(), other.scalar_type());
   return binary(self, other, false, negate(alpha));
 }
 at::Tensor mulTensor(const at::Tensor& self, const at::Tensor& other) { return binary(self, other, true, 1); }
@@ -109,12 +133,14 @@ at::Tensor& addInPlace(at::Tensor& self, const at::Tensor& other, const c10::Sca
   return binaryInPlace(self, other, false, alpha);
 }
 at::Tensor& subInPlace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  checkSub(self.scalar_type(), other.scalar_type());
   return binaryInPlace(self, other, false, negate(alpha));
 }
 at::Tensor& mulInPlace(at::Tensor& self, const at::Tensor& other) { return binaryInPlace(self, other, true, 1); }
 
 at::Tensor binaryScalar(const at::Tensor& self, const c10::Scalar& other, bool multiply, const c10::Scalar& sb) {
   const c10::DeviceGuard guard(self.device());
+  if (!multiply) checkAlpha(at::result_type(self, other), sb);
   at::Tensor out = emptyDevice(self.sizes(), at::result_type(self, other), self.device());
   binaryInto(out, self, scalarTensor(other, other.type(), self), multiply, 1, sb);
   return out;
@@ -124,6 +150,7 @@ at::Tensor addScalar(const at::Tensor& self, const c10::Scalar& other, const c10
   return binaryScalar(self, other, false, alpha);
 }
 at::Tensor subScalar(const at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha) {
+  checkSub(self.scalar_type(), other.isBoolean() ? at::kBool : other.type());
   return addScalar(self, other, negate(alpha));
 }
 at::Tensor mulScalar(const at::Tensor& self, const c10::Scalar& other) {
@@ -159,7 +186,9 @@ at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& sel
   mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpThresholdBackward, out, out.sizes());
   p.a = tensorArg(gradOutput, out.sizes());
   p.b = tensorArg(self, out.sizes());
-  setScalar(p.alpha, p.ialpha, threshold);
+  // The CPU compares with the threshold converted to the computation type (0.1 as a float32 is
+  // 0.100000001...): a 0-dim host tensor of that type does the same rounding.
+  setScalar(p.alpha, p.ialpha, at::scalar_tensor(threshold, at::TensorOptions().dtype(out.scalar_type())).item());
   launchElementwise(p);
   return out;
 }
@@ -196,10 +225,15 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
   checkOperands(mat1, self);
   const c10::DeviceGuard guard(mat1.device());
   at::Tensor product = matrixProduct(mat1, mat2);
+  const bool ignoreSelf = beta.equal(0);  // self is ignored, NaN included, as in PyTorch
+  if (ignoreSelf && alpha.equal(1)) return product;
   at::Tensor out = emptyDevice(product.sizes(), product.scalar_type(), product.device());
   if (out.numel() == 0) return out;
-  if (beta.equal(0)) {  // self is ignored, NaN included, as in PyTorch
-    binaryInto(out, product, product, false, alpha, 0);
+  if (ignoreSelf) {  // alpha * product alone (0 * an infinite product would be NaN)
+    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpScale, out, out.sizes());
+    p.a = tensorArg(product, out.sizes());
+    setScalar(p.alpha, p.ialpha, alpha);
+    launchElementwise(p);
   } else {
     binaryInto(out, onDevice(self, product, product.scalar_type()), product, false, beta, alpha);
   }

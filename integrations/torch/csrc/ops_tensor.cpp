@@ -10,6 +10,7 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -69,10 +70,20 @@ bool sameLayout(const at::Tensor& a, const at::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.is_contiguous() && b.is_contiguous();
 }
 
-at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlocking) {
-  TORCH_CHECK(self.sizes() == dst.sizes(), "torch_mtia: _copy_from between sizes ", self.sizes(), " and ",
-              dst.sizes());
-  if (self.numel() == 0) return dst;
+// Whether a and b are the same elements (a copy between them changes nothing).
+bool sameElements(const at::Tensor& a, const at::Tensor& b) {
+  return a.is_alias_of(b) && a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() &&
+         a.strides() == b.strides() && a.scalar_type() == b.scalar_type();
+}
+
+// PyTorch 1.13's copy_ hands PrivateUse1 copies to _copy_from before its own broadcasting and overlap
+// checks, so they are done here: the source is broadcast to the destination's shape, and a destination
+// whose elements overlap each other or partly overlap the source is refused, as the CPU refuses it.
+at::Tensor copyFrom(const at::Tensor& from, const at::Tensor& dst, bool nonBlocking) {
+  const at::Tensor self = from.sizes() == dst.sizes() ? from : from.expand(dst.sizes());
+  if (self.numel() == 0 || sameElements(self, dst)) return dst;
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, self);
   const bool fromDevice = isDevice(self);
   const bool toDevice = isDevice(dst);
   if (fromDevice && toDevice && self.device() != dst.device()) {

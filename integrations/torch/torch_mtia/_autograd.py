@@ -5,8 +5,9 @@ tensor run on the device's engine thread, on its default stream, with no order a
 was current where ``backward()`` was called (where the forward pass ran, usually), nor against what that
 stream does next (read the gradients, step an optimizer). ``install()`` wraps the engine's
 ``run_backward`` (used by ``torch.autograd.backward``, ``Tensor.backward`` and ``torch.autograd.grad``)
-so that each device's default stream first waits for the caller's current stream, and the caller's
-stream then waits for the default stream: the gradients are ready on the caller's stream, as with CUDA.
+so that each device's default stream first waits for the caller's current stream and stands in for it
+on the caller's thread during the pass (the engine runs some nodes there), and the caller's stream then
+waits for the default stream: the gradients are ready on the caller's stream, as with CUDA.
 Backward called from C++ (torch::autograd::backward) does not pass through it.
 """
 from torch.autograd.variable import Variable

@@ -74,7 +74,12 @@ def mem_get_info(device=None):
 
 def record_memory_history(enabled="all", stacks="python", max_entries=0):
     """enabled: None (off), "state" (who allocated each live block) or "all" (also a ring of the last
-    max_entries actions; 0: the runtime's default). stacks: "python", "cpp" or "all"."""
+    max_entries actions; 0: the runtime's default); True and False, the older boolean form, mean "all"
+    and None. stacks: "python", "cpp" or "all"."""
+    if enabled is True:
+        enabled = "all"
+    elif enabled is False:
+        enabled = None
     _C.record_memory_history(enabled, stacks, max_entries)
 
 

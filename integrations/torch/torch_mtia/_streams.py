@@ -1,4 +1,6 @@
 """Streams and events of torch_mtia, shaped like torch.mtia's (and torch.cuda's) Stream and Event."""
+import threading
+
 import torch
 
 from . import _C
@@ -25,6 +27,7 @@ class Stream:
         else:
             self._owned = None
         self.stream_id, self.device_index = _ref
+        self._contexts = threading.local()  # the StreamContexts of ``with self:``, per thread
 
     @property
     def _ref(self):
@@ -71,11 +74,15 @@ class Stream:
         return f"torch_mtia.Stream(device={self.device}, stream_id={self.stream_id})"
 
     def __enter__(self):
-        self._context = StreamContext(self)
-        return self._context.__enter__()
+        # One context per entry, kept per thread: ``with s:`` may nest, and threads may share s.
+        contexts = self._contexts.__dict__.setdefault("stack", [])
+        context = StreamContext(self)
+        result = context.__enter__()
+        contexts.append(context)
+        return result
 
     def __exit__(self, *exc):
-        return self._context.__exit__(*exc)
+        return self._contexts.stack.pop().__exit__(*exc)
 
     def __del__(self):
         if getattr(self, "_owned", None) is not None:
