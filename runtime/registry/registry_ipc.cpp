@@ -52,6 +52,9 @@ Status Registry::publishExport(const ExportInfo& info, IpcRef& out) {
     ExportRecord& e = slot.exports[i];
     if (e.state.load(std::memory_order_relaxed) != static_cast<uint32_t>(ExportState::Free)) continue;
     const uint64_t generation = nextGeneration();
+    // The writer's half of findExport's seqlock read: the generation 0 of the record's release is
+    // visible before any field rewritten below, so a reader that sees a new field sees a new generation.
+    std::atomic_thread_fence(std::memory_order_release);
     e.device.store(info.device, std::memory_order_relaxed);
     e.fileOffset.store(info.fileOffset, std::memory_order_relaxed);
     e.size.store(info.size, std::memory_order_relaxed);
@@ -121,7 +124,10 @@ Status Registry::findExport(const IpcRef& ref, ExportInfo& out) {
   out.fileIno = e.fileIno.load(std::memory_order_relaxed);
   out.fd = e.fd.load(std::memory_order_relaxed);
   out.pid = pid;
-  // Read again: a reuse of the record in between would have changed the generation.
+  // Read again: a reuse of the record in between would have changed the generation. The fence keeps
+  // the relaxed field loads above from being performed after this load (a seqlock reader's order;
+  // x86 keeps it anyway, weakly ordered CPUs need the fence).
+  std::atomic_thread_fence(std::memory_order_acquire);
   if (e.generation.load(kSeq) != ref.generation)
     return Status::error(Code::Stale, "its allocation was freed by the exporting process (pid " +
                                           std::to_string(pid) + ")");
