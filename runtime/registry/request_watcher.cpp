@@ -18,6 +18,7 @@ bool RequestWatcher::start(Slot& slot, uint32_t slotIndex) {
   slot_ = &slot;
   index_ = slotIndex;
   stopping_.store(false, std::memory_order_relaxed);
+  started_.store(0, std::memory_order_relaxed);
   // The new thread inherits the creator's mask: block everything around the create.
   // A stack of our own, mapped anew for each thread: a forked child still maps its parent's watcher
   // stack, and a cached one reused there would give the new thread the dead one's pthread_t (which
@@ -41,7 +42,13 @@ bool RequestWatcher::start(Slot& slot, uint32_t slotIndex) {
     ::munmap(stack_, kStackBytes);
     stack_ = nullptr;
   }
-  if (running_) pthread_setname_np(thread_, "mtia-requests");
+  if (running_) {
+    pthread_setname_np(thread_, "mtia-requests");
+    // Returns once the thread runs our code: its start-up (the C library's and a sanitizer's
+    // allocations for a new thread) is over, so a fork right after start() never copies a lock the
+    // new thread held half-way through it (ASan's allocator, unlike glibc's, is not fork-safe).
+    started_.wait(0, std::memory_order_acquire);
+  }
   return running_;
 }
 
@@ -60,6 +67,8 @@ void RequestWatcher::stop() {
 void* RequestWatcher::main(void* self) {
   auto* w = static_cast<RequestWatcher*>(self);
   std::atomic<uint64_t>& word = w->slot_->request;
+  w->started_.store(1, std::memory_order_release);
+  w->started_.notify_one();
   for (;;) {
     const uint64_t request = word.load(std::memory_order_acquire);
     if (w->stopping_.load(std::memory_order_acquire)) return nullptr;

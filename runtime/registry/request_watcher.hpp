@@ -29,7 +29,8 @@ class RequestWatcher {
   RequestWatcher& operator=(const RequestWatcher&) = delete;
 
   // Serves slot (index slotIndex of the registry); false when no thread could be created (requests then
-  // go unanswered and tools time out).
+  // go unanswered and tools time out). Blocks until the new thread runs (microseconds), so that a
+  // fork right after it copies no lock held by the thread's start-up.
   bool start(Slot& slot, uint32_t slotIndex);
   // Ends and joins the thread; the slot's request word is left holding the Stop request.
   void stop();
@@ -51,6 +52,7 @@ class RequestWatcher {
   Slot* slot_ = nullptr;
   uint32_t index_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<uint32_t> started_{0};  // 1 once the thread runs main(): start() waits for it
 };
 
 }  // namespace mtia::registry
