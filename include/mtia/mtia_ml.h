@@ -18,9 +18,12 @@
  *
  * Thread safety: every function may be called from any thread; mtiamlInit and
  * mtiamlShutdown are reference counted and must pair up. Blocking: no function
- * waits for a lock held by another process; mtiamlInit and the first
- * mtiamlDeviceGetTopology of an initialisation load the host topology
- * (milliseconds).
+ * waits for a lock held by another process, except mtiamlMachineCleanup and
+ * mtiamlProcessDumpSnapshot, whose comments say how long they may block;
+ * mtiamlInit and the first mtiamlDeviceGetTopology of an initialisation load
+ * the host topology (milliseconds). Graph capture: no function here touches a
+ * stream, so every one is legal while a capture is in progress and neither
+ * joins nor invalidates it.
  *
  * C99-clean; includes only <stddef.h> and <stdint.h> (through mtia_types.h). */
 #ifndef MTIA_ML_H

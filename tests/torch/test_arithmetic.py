@@ -70,6 +70,14 @@ def test_threshold_backward_equals_cpu(dtype):
     assert torch.equal(torch.ops.aten.threshold_backward(row.to(DEV), x.to(DEV), 0).cpu(), expected)
 
 
+def test_threshold_backward_refuses_operands_off_the_device():
+    x = torch.ones(3, device=DEV)
+    with pytest.raises(RuntimeError, match="expects the gradient on"):
+        torch.ops.aten.threshold_backward(torch.tensor(1.0), x, 0)
+    with pytest.raises(RuntimeError, match="expected all tensors on"):
+        torch.ops.aten.threshold_backward(x, torch.ones(3), 0)
+
+
 def test_threshold_backward_rounds_the_threshold_to_the_dtype():
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.tensor([0.1, 0.3, 0.09], dtype=dtype)
