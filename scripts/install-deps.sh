@@ -25,8 +25,9 @@ MTIA_PACKAGES=(
   # (libFuzzer ships in clang's runtime package)
   clang libclang-rt-14-dev
   # integrations/torch and tests/torch: Debian's PyTorch 1.13 (headers and
-  # libraries for the extension, the Python package for the tests) and pytest
-  python3-torch libtorch-dev python3-pytest
+  # libraries for the extension, the Python package for the tests) and pytest;
+  # libtorch-dev's headers include pybind11's, which it does not depend on
+  python3-torch libtorch-dev pybind11-dev python3-pytest
 )
 read -r -a _extra <<<"${MTIA_EXTRA_PACKAGES:-}"
 MTIA_PACKAGES+=("${_extra[@]}")

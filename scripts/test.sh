@@ -8,6 +8,9 @@
 #      ctest's summary)
 # Environment: MTIA_SKIP_SANITIZERS=1 skips stages 2 and 3, MTIA_SKIP_MESON=1
 # skips stage 1 (quick local runs); MTIA_JOBS (default 2) sets the parallelism.
+# Every stage builds the PyTorch integration (MTIA_TORCH=ON, torch=enabled):
+# install-deps.sh installs it, so a configuration that cannot build it fails
+# the run instead of dropping the torch_* tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -21,10 +24,10 @@ if [[ "${MTIA_SKIP_MESON:-0}" == 1 ]]; then
 else
   mtia_step "meson: configure build-meson/"
   if [[ -f build-meson/meson-private/coredata.dat ]]; then
-    meson setup --wipe build-meson
+    meson setup --wipe build-meson -Dtorch=enabled
   else
     rm -rf build-meson
-    meson setup build-meson
+    meson setup build-meson -Dtorch=enabled
   fi
   mtia_step "meson: compile"
   meson compile -C build-meson -j "$MTIA_JOBS"
@@ -37,7 +40,7 @@ if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   echo "MTIA_SKIP_SANITIZERS=1: ASan+UBSan stage skipped"
 else
   mtia_step "asan+ubsan: configure build-asan/"
-  mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_SANITIZE=address,undefined \
+  mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON -DMTIA_SANITIZE=address,undefined \
     -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
   mtia_step "asan+ubsan: build"
   cmake --build build-asan -j "$MTIA_JOBS"
@@ -49,7 +52,7 @@ else
 
   mtia_step_end
   mtia_step "tsan: configure build-tsan/"
-  mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_SANITIZE=thread
+  mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON -DMTIA_SANITIZE=thread
   mtia_step "tsan: build"
   cmake --build build-tsan -j "$MTIA_JOBS"
   mtia_step "tsan: ctest"
@@ -58,7 +61,7 @@ else
 fi
 
 mtia_step "cmake: configure build/"
-mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON
 mtia_step "cmake: build"
 cmake --build build -j "$MTIA_JOBS"
 mtia_step_end
