@@ -34,4 +34,13 @@ PY
 # The devices' NUMA nodes in the device views agree with the topology.
 MTIA_SIM_DEVICES=7 "$smi" --query-gpu=index,numa_node --format=csv,noheader >"$work/numa.csv"
 [[ "$(cut -d' ' -f2 "$work/numa.csv" | tr '\n' ' ')" == "0 1 0 1 0 1 0 " ]] || fail "numa.csv: $(cat "$work/numa.csv")"
+
+# A host topology hwloc cannot load: topo -m is not supported here (exit 3), with hwloc's reason on
+# stderr naming the call once; the views that need no topology still work.
+echo '<topology version="2.0"><object type="Machine"' >"$work/broken.xml"
+HWLOC_XMLFILE=$work/broken.xml expect 3 "mtiamlDeviceGetTopology: host topology: hwloc could not load" topo -m
+grep -c mtiamlDeviceGetTopology "$work/err" | grep -qx 1 || fail "the call is named more than once: $(cat "$work/err")"
+HWLOC_XMLFILE=$work/broken.xml expect 3 "host topology" topo -m --json
+HWLOC_XMLFILE=$work/broken.xml run broken_L.txt -L
+[[ $(wc -l <"$work/broken_L.txt") == 2 ]] || fail "-L without a topology: $(cat "$work/broken_L.txt")"
 echo "mtia_smi_topology: ok"

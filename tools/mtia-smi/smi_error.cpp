@@ -28,7 +28,9 @@ int exitCodeOf(mtiaError_t err) {
 
 void check(mtiaError_t err, const char* what) {
   if (err == mtiaSuccess) return;
-  throw SmiError(exitCodeOf(err), std::string(what) + ": " + mtiaGetLastErrorMessage());
+  // The library's message already names the failed call; what stands in only when it says nothing.
+  const std::string message = mtiaGetLastErrorMessage();
+  throw SmiError(exitCodeOf(err), message.empty() ? std::string(what) + ": " + mtiaGetErrorName(err) : message);
 }
 
 }  // namespace mtia::smi

@@ -29,7 +29,8 @@ class SmiError : public std::runtime_error {
   int exitCode_;
 };
 
-// Throws SmiError for a failed management-library call, with the library's message.
+// Throws SmiError for a failed management-library call with the library's message (which names the
+// call), or "what: <error name>" when the library left none.
 void check(mtiaError_t err, const char* what);
 
 }  // namespace mtia::smi
