@@ -69,6 +69,32 @@ run all_list.txt --all-machines -L
 run list.txt -L
 grep -qF "$(cat "$work/list.txt")" "$work/all_list.txt" || fail "all_list.txt lacks this machine's devices"
 
+# Seen from a pid namespace of its own (mtia-smi in a new one, the holder outside), the holder's pid
+# means nothing: [N/A] in CSV, null in JSON, N/A in the table; its figures and name stay. Needs
+# CAP_SYS_ADMIN for the namespace (CI runs as root).
+if unshare --pid --fork --mount-proc true 2>/dev/null; then
+  outer=$smi
+  smi=$work/smi_in_new_pidns
+  printf '#!/bin/sh\nexec unshare --pid --fork --mount-proc "%s" "$@"\n' "$outer" >"$smi"
+  chmod +x "$smi"
+  run ns.csv --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits
+  [[ "$(cat "$work/ns.csv")" == "[N/A], smi_holder, 96" ]] || fail "ns.csv: $(cat "$work/ns.csv")"
+  run ns_units.csv --query-compute-apps=pid,used_memory --format=csv
+  [[ "$(cat "$work/ns_units.csv")" == $'pid, used_memory [MiB]\n[N/A], 96 MiB' ]] || fail "ns_units.csv: $(cat "$work/ns_units.csv")"
+  run ns.json --query-compute-apps=pid,process_name,memory.allocated --json
+  python3 - "$work/ns.json" <<'PY' || fail "ns.json: $(cat "$work/ns.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["processes"] == [{"pid": None, "process_name": "smi_holder", "memory.allocated": 96}], r
+PY
+  run ns_table.txt
+  grep -Eq "^\|      1 \| +N/A \| smi_holder +\| +96MiB \| +96MiB \| +96MiB \|$" "$work/ns_table.txt" ||
+    fail "ns_table.txt: $(cat "$work/ns_table.txt")"
+  smi=$outer
+else
+  echo "mtia_smi_processes: the pid-namespace part needs CAP_SYS_ADMIN (unshare --pid): not run"
+fi
+
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 pids=()
