@@ -208,3 +208,37 @@ def test_cpu_scalar_tensor_either_side(dtype):
     assert torch.equal((i * dx).cpu(), i * x)
     with pytest.raises(RuntimeError):
         torch.tensor(1.0).add_(dx)  # a CPU tensor cannot take a device result in place
+
+
+def test_listed_operators_run_on_device_kernels_not_the_cpu_fallback():
+    """The values above would be the same through the CPU fallback; the fallback's counts tell that the
+    PrivateUse1 kernels ran (and that an operator without one does fall back)."""
+    a, b = rand(5, 7, seed=10), rand(7, 3, seed=11)
+    ints = torch.arange(12, dtype=torch.int32).reshape(3, 4)
+    torch_mtia.synchronize()
+    torch_mtia._C.reset_fallback_counts()
+    da, db, di = a.to(DEV), b.to(DEV), ints.to(DEV)  # _copy_from host to device
+    bias = torch.empty(3, device=DEV).fill_(0.5)     # empty.memory_format, fill_.Scalar
+    results = [
+        da + da, da - da, da * da, da + 2, da - 2, da * 2, torch.add(da, da, alpha=2),  # add/sub/mul
+        di + di, di * 3,
+        torch.relu(da), torch.relu(da.t()),                                              # relu
+        da @ db, torch.mm(da, db), torch.addmm(bias, da, db, beta=0.5, alpha=2),         # mm, addmm
+        da.sum(), da.sum(0), di.sum(1),                                                  # sum
+        da.view(7, 5), da.reshape(35), da.t().reshape(35),                               # view, _reshape_alias, copy
+        da.as_strided((2, 2), (1, 2), 3), torch.empty_strided((2, 3), (1, 2), device=DEV),
+        da.clone(), da.to(torch.float64), da.to(DEV, copy=True),                         # device-to-device copies
+    ]
+    inplace = da.clone()
+    inplace.add_(da).sub_(db.sum()).mul_(2).zero_()
+    inplace.resize_(40).fill_(1)
+    torch_mtia.synchronize()
+    assert torch_mtia._C.fallback_counts() == {}, "operators that left the device"
+    host = [r.cpu() for r in results]                                                # device to host
+    assert torch.allclose(host[0], a + a) and torch.equal(host[7], ints + ints) and torch.equal(host[8], ints * 3)
+    assert torch_mtia._C.fallback_counts() == {}
+    torch.cos(da)  # no PrivateUse1 kernel: the fallback runs it, and counts it
+    counts = torch_mtia._C.fallback_counts()
+    assert [name for name in counts if name.startswith("aten::cos")] and all(n >= 1 for n in counts.values()), counts
+    torch_mtia._C.reset_fallback_counts()
+    assert torch_mtia._C.fallback_counts() == {}

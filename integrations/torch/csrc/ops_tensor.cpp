@@ -4,6 +4,7 @@
 // kernels launched there.
 #include "allocator.h"
 #include "device_kernels.h"
+#include "fallback_counts.h"
 #include "mtia_check.h"
 #include "streams.h"
 #include "tensor_args.h"
@@ -219,8 +220,12 @@ void recordStream(at::Tensor& self, c10::Stream s) {
 
 // Every operator without a PrivateUse1 kernel: its device arguments are copied to the host (after the
 // work queued on their device's current stream, through copyFrom), run on the CPU, and the results
-// copied back.
-void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) { at::native::cpu_fallback(op, stack); }
+// copied back. Each run is counted (fallback_counts.h).
+void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::OperatorName& name = op.operator_name();
+  countFallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+  at::native::cpu_fallback(op, stack);
+}
 
 }  // namespace
 

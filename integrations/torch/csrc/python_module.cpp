@@ -2,6 +2,7 @@
 // (runtime stream id, device index) pairs, which torch_mtia turns into its Stream objects.
 #include "autograd_streams.h"
 #include "device_kernels.h"
+#include "fallback_counts.h"
 #include "hooks.h"
 #include "mtia_check.h"
 #include "python_guard_probe.h"
@@ -216,6 +217,8 @@ PYBIND11_MODULE(_C, m) {
       .def("elapsed_time", &Event::elapsedTime)
       .def_property_readonly("device", &Event::device);
 
+  m.def("fallback_counts", &fallbackCounts);
+  m.def("reset_fallback_counts", &resetFallbackCounts);
   m.def("memory_stats", &memoryStats);
   m.def("reset_peak_memory_stats", [&hooks](int d) { hooks.resetPeakMemoryStats(static_cast<c10::DeviceIndex>(d)); });
   m.def("reset_accumulated_memory_stats", [](int d) { MTIA_CHECK(mtiaMemoryResetAccumulatedStats(resolveDevice(static_cast<c10::DeviceIndex>(d)))); });
