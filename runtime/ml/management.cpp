@@ -240,11 +240,13 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
   uint32_t token = 0;
   while (token == 0 || token == UINT32_MAX) token = entropy();
   const registry::RequestOp op = json ? registry::RequestOp::SnapshotJson : registry::RequestOp::SnapshotPickle;
-  const registry::Status posted = target->postRequest(slot, registry::makeRequest(op, token));
+  const uint64_t request = registry::makeRequest(op, token);
+  const registry::Status posted = target->postRequest(slot, request);
   if (posted.code == registry::Code::NotFound) fail(mtiaErrorNotFound, "process {} has exited", localPid);
   if (!posted) failRegistry(posted);
   // The tool polls (the target sleeps in the kernel until woken, so only the tool spends anything).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  bool late = false;
   for (;;) {
     const uint64_t ack = target->acknowledged(slot);
     if (registry::requestToken(ack) == token) {
@@ -258,8 +260,15 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
       return registry::requestFile(dir, slot, token, op);
     }
     if (!target->slotAlive(slot)) fail(mtiaErrorNotFound, "process {} exited before answering", localPid);
-    if (std::chrono::steady_clock::now() >= deadline)
-      fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
+    if (const auto now = std::chrono::steady_clock::now(); now >= deadline) {
+      // Take the request back, so the process drops the file it may still be writing for it. Too late
+      // for that means it has just answered (its acknowledgement is a moment away) or another tool's
+      // request replaced ours: look a little longer, then give up.
+      if (late || target->withdrawRequest(slot, request))
+        fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
+      late = true;
+      deadline = now + std::chrono::milliseconds(500);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }

@@ -377,4 +377,11 @@ uint64_t Registry::acknowledged(uint32_t index) const {
   return index < header_->maxSlots ? slotAt(index).ack.load(std::memory_order_acquire) : 0;
 }
 
+bool Registry::withdrawRequest(uint32_t index, uint64_t request) {
+  refreshAfterFork();
+  if (readOnly_ || index >= header_->maxSlots) return false;
+  uint64_t expected = request;
+  return slotAt(index).request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
 }  // namespace mtia::registry

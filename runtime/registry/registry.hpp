@@ -143,6 +143,10 @@ class Registry {
   // Errors: NotFound (no live owner), InvalidArgument.
   Status postRequest(uint32_t slot, uint64_t request);
   uint64_t acknowledged(uint32_t slot) const;
+  // A tool takes back its request that the owner has not finished serving (it gave up waiting): true
+  // when the slot's word still held it, and then the owner drops whatever it writes for it; false when
+  // the owner has just answered it or another request replaced it.
+  bool withdrawRequest(uint32_t slot, uint64_t request);
 
   // --- IPC records (registry_ipc.cpp; reference/smi-topology-ipc.md 6.3). Lock-free: each process
   // writes only its own slot, importer and exporter meet through sequentially consistent accesses.

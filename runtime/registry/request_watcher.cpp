@@ -85,20 +85,24 @@ void RequestWatcher::serve(uint64_t request) {
   const uint32_t token = requestToken(request);
   const auto op = static_cast<RequestOp>(requestOp(request));
   RequestResult result = RequestResult::NotSupported;
+  std::string path;
   if (op == RequestOp::SnapshotPickle || op == RequestOp::SnapshotJson) {
     if (RequestHandler handler = requestHandler(); handler != nullptr) {
       std::string dir;
       result = RequestResult::Failed;
       if (requestDirectory(geteuid(), true, dir)) {
-        const std::string path = requestFile(dir, index_, token, op);
+        path = requestFile(dir, index_, token, op);
         result = handler(op, path.c_str());
         if (result == RequestResult::Done && ::chmod(path.c_str(), 0600) != 0) result = RequestResult::Failed;
       }
     }
   }
-  // Clear the request only if no newer one replaced it meanwhile; then answer this one.
+  // Clear the request only if it is still there; then answer it. Gone means its tool withdrew it (it
+  // stopped waiting) or a newer request replaced it: nobody will take the file, which may be large and
+  // lives in memory (/dev/shm), so it goes now.
   uint64_t expected = request;
-  slot_->request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  if (!slot_->request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel) && !path.empty())
+    ::unlink(path.c_str());
   slot_->ack.store(makeAck(result, token), std::memory_order_release);
   wakeRequestWord(slot_->ack);
 }

@@ -2,8 +2,9 @@
 # mtia-smi against live processes: a busy smi_holder shows non-zero utilisation; mem snapshot -p asks a
 # holder that records history for its snapshot (pickle and JSON), which mtia-mem reads with the
 # segments the holder allocated; the error exits of mem snapshot (6 no such process, 4 another user's,
-# 255 no answer in time, 2 bad arguments); cleanup keeps a registry in use, then reaps the dead
-# holders' slots and removes the registry once nobody uses it.
+# 255 no answer in time, after which the withdrawn request leaves no file, 2 bad arguments); cleanup
+# keeps a registry in use, then reaps the dead holders' slots and removes the registry once nobody
+# uses it.
 # Usage: mtia_smi_remote.sh MTIA_SMI SMI_HOLDER MTIA_MEM
 set -euo pipefail
 smi=$1
@@ -104,8 +105,18 @@ for _ in $(seq 1 200); do
   sleep 0.01
 done
 [[ $running == 0 ]] || fail "smi_holder $hist did not stop"
-expect 255 "did not answer within" mem snapshot -p "$hist" -o "$work/x.pickle" --timeout 0.3
+touch "$work/stopped.mark"
+expect 255 "did not answer within 0.3 s" mem snapshot -p "$hist" -o "$work/x.pickle" --timeout 0.3
 kill -CONT "$hist"
+# The request was withdrawn when the tool gave up: the holder, running again, writes nothing for it into
+# the user's request directory (a forgotten snapshot would stay in /dev/shm). Files other tests of this
+# user write there say "hello".
+for _ in $(seq 1 20); do
+  late=$(find /dev/shm/mtia_requests.u"$(id -u)" -name "slot*.pickle" -newer "$work/stopped.mark" \
+    -exec sh -c 'head -c 5 "$1" | grep -qv "^hello"' _ {} \; -print 2>/dev/null | wc -l)
+  ((late == 0)) || fail "the withdrawn request left a snapshot behind"
+  sleep 0.05
+done
 [[ ! -e $work/x.pickle ]] || fail "a failed snapshot left its file"
 expect 2 "cannot be written" mem snapshot -p "$hist" -o "$work/no/such/dir/x.pickle"
 

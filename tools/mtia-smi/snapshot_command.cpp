@@ -5,6 +5,7 @@
 #include "views.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace mtia::smi {
 
@@ -16,9 +17,12 @@ std::string runSnapshot(int64_t pid, const std::string& file, double timeoutSeco
   const auto timeoutMs = static_cast<uint32_t>(std::ceil(timeoutSeconds * 1000));
   const mtiaError_t err = mtiamlProcessDumpSnapshot(static_cast<uint32_t>(pid), file.c_str(), timeoutMs);
   // NotReady is a status and carries no message of the library's.
-  if (err == mtiaErrorNotReady)
+  if (err == mtiaErrorNotReady) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeoutSeconds);  // 0.3, not to_string's 0.300000
     throw SmiError(kExitInternal, "mem snapshot: process " + std::to_string(pid) + " did not answer within " +
-                                      std::to_string(timeoutSeconds) + " s (stopped, or its runtime is stuck)");
+                                      seconds + " s (stopped, or its runtime is stuck)");
+  }
   check(err, "mem snapshot");
   return "Memory snapshot of process " + std::to_string(pid) + " written to " + file + "\n";
 }

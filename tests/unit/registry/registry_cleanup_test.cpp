@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -155,9 +156,8 @@ RequestResult writeHello(RequestOp op, const char* path) {
   return RequestResult::Done;
 }
 
-// Posts request to slot of registry and waits for its ack; the ack word, or 0 after 10 s.
-uint64_t ask(Registry& tool, uint32_t slot, RequestOp op, uint32_t token) {
-  EXPECT_TRUE(tool.postRequest(slot, makeRequest(op, token)));
+// Waits for the ack of token in slot; the ack word, or 0 after 10 s.
+uint64_t awaitAck(Registry& tool, uint32_t slot, uint32_t token) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     const uint64_t ack = tool.acknowledged(slot);
@@ -166,6 +166,34 @@ uint64_t ask(Registry& tool, uint32_t slot, RequestOp op, uint32_t token) {
   }
   return 0;
 }
+
+// Posts request to slot of registry and waits for its ack.
+uint64_t ask(Registry& tool, uint32_t slot, RequestOp op, uint32_t token) {
+  EXPECT_TRUE(tool.postRequest(slot, makeRequest(op, token)));
+  return awaitAck(tool, slot, token);
+}
+
+// A handler that holds the watcher inside the request until released (gHold), like a process writing a
+// large snapshot while its tool gives up.
+std::atomic<bool> gHold{false};
+std::atomic<int> gEntered{0};
+
+RequestResult writeHelloWhenReleased(RequestOp op, const char* path) {
+  gEntered.fetch_add(1);
+  while (gHold.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return writeHello(op, path);
+}
+
+bool awaitEntered(int count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (gEntered.load() < count) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+bool fileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path);
@@ -233,6 +261,57 @@ TEST(RegistryRequests, WatcherServesInThisProcessAndInAForkedChild) {
             Code::NotFound);
   setRequestHandler(nullptr);
   owner.reset();  // joins the watcher
+  tool.reset();
+  EXPECT_TRUE(removeIfUnused(name));
+}
+
+TEST(RegistryRequests, WithdrawnOrReplacedRequestsLeaveNoFile) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  auto owner = openOrFail(spec);
+  ASSERT_TRUE(owner->attach());
+  const uint32_t mine = static_cast<uint32_t>(owner->slot());
+  std::unique_ptr<Registry> tool;
+  ASSERT_TRUE(Registry::openExisting(name, tool));
+  std::string dir;
+  ASSERT_TRUE(requestDirectory(geteuid(), true, dir));
+  setRequestHandler(&writeHelloWhenReleased);
+
+  // The tool gives up while the owner writes: the owner still answers, and removes what it wrote.
+  gHold = true;
+  gEntered = 0;
+  const uint64_t first = makeRequest(RequestOp::SnapshotPickle, 21);
+  ASSERT_TRUE(tool->postRequest(mine, first));
+  ASSERT_TRUE(awaitEntered(1));
+  EXPECT_TRUE(tool->withdrawRequest(mine, first));
+  EXPECT_FALSE(tool->withdrawRequest(mine, first));  // once
+  gHold = false;
+  EXPECT_EQ(awaitAck(*tool, mine, 21), makeAck(RequestResult::Done, 21));
+  EXPECT_FALSE(fileExists(requestFile(dir, mine, 21, RequestOp::SnapshotPickle)));
+
+  // Answered: too late to withdraw, and the file is the tool's to take.
+  const uint64_t served = makeRequest(RequestOp::SnapshotJson, 22);
+  EXPECT_EQ(ask(*tool, mine, RequestOp::SnapshotJson, 22), makeAck(RequestResult::Done, 22));
+  EXPECT_FALSE(tool->withdrawRequest(mine, served));
+  const std::string kept = requestFile(dir, mine, 22, RequestOp::SnapshotJson);
+  EXPECT_TRUE(fileExists(kept));
+  unlink(kept.c_str());
+
+  // A newer request replaces one being served: the older file goes, the newer request is served.
+  gHold = true;
+  gEntered = 0;
+  ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 23)));
+  ASSERT_TRUE(awaitEntered(1));
+  ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 24)));
+  gHold = false;
+  EXPECT_EQ(awaitAck(*tool, mine, 24), makeAck(RequestResult::Done, 24));
+  EXPECT_FALSE(fileExists(requestFile(dir, mine, 23, RequestOp::SnapshotPickle)));
+  const std::string newer = requestFile(dir, mine, 24, RequestOp::SnapshotPickle);
+  EXPECT_TRUE(fileExists(newer));
+  unlink(newer.c_str());
+
+  setRequestHandler(nullptr);
+  owner.reset();
   tool.reset();
   EXPECT_TRUE(removeIfUnused(name));
 }
