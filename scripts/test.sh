@@ -15,6 +15,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
 
+# The fuzzers (tests/fuzz) are built with clang, whatever the stage: once, shared by the stages.
+export MTIA_FUZZ_BUILD_DIR="${MTIA_FUZZ_BUILD_DIR:-$PWD/build-fuzz}"
+
 mtia_step "install dependencies"
 bash scripts/install-deps.sh
 

@@ -6,10 +6,15 @@
 # timeout fails the test and leaves the input under BUILD_DIR/fuzz/.
 # Usage: run_fuzzers.sh SOURCE_DIR BUILD_DIR FUZZER_SOURCE [RUNS]
 # (FUZZER_SOURCE: the libFuzzer entry point, snapshot_fuzzer.cpp, named by the build files)
+# MTIA_FUZZ_BUILD_DIR: where the fuzzers are built (default BUILD_DIR/fuzz). They do not depend on the
+# build's own configuration, so scripts/test.sh shares one folder between its stages and builds them
+# once.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 mkdir -p "$2/fuzz"
 out=$(cd "$2/fuzz" && pwd)
+mkdir -p "${MTIA_FUZZ_BUILD_DIR:-$out}"
+bin=$(cd "${MTIA_FUZZ_BUILD_DIR:-$out}" && pwd)
 fuzzer=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
 runs=${4:-20000}
 
@@ -39,12 +44,12 @@ sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 # Rebuild only when a source or header changed since the last build (the stamp is their hash).
 stamp=$(cd "$src" && cat "${sources[@]}" "$fuzzer" allocator/snapshot/*.hpp \
   tools/mtia-mem/*.hpp | sha1sum | cut -d' ' -f1)
-if [[ ! -x $out/json_fuzzer || ! -x $out/pickle_fuzzer || "$(cat "$out/stamp" 2>/dev/null)" != "$stamp" ]]; then
+if [[ ! -x $bin/json_fuzzer || ! -x $bin/pickle_fuzzer || "$(cat "$bin/stamp" 2>/dev/null)" != "$stamp" ]]; then
   echo "building the fuzzers with $cxx"
   objects=()
   pids=()
   for s in "${sources[@]}"; do
-    o=$out/$(basename "$s" .cpp).o
+    o=$bin/$(basename "$s" .cpp).o
     objects+=("$o")
     "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer-no-link -c "$src/$s" -o "$o" &
     pids+=($!)
@@ -52,11 +57,11 @@ if [[ ! -x $out/json_fuzzer || ! -x $out/pickle_fuzzer || "$(cat "$out/stamp" 2>
   done
   for p in "${pids[@]}"; do wait "$p"; done
   "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "$fuzzer" "${objects[@]}" \
-    -lfmt -lsimdjson -o "$out/json_fuzzer" &
+    -lfmt -lsimdjson -o "$bin/json_fuzzer" &
   "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer -DMTIA_FUZZ_PICKLE "$fuzzer" \
-    "${objects[@]}" -lfmt -lsimdjson -o "$out/pickle_fuzzer"
+    "${objects[@]}" -lfmt -lsimdjson -o "$bin/pickle_fuzzer"
   wait
-  echo "$stamp" >"$out/stamp"
+  echo "$stamp" >"$bin/stamp"
 fi
 
 status=0
@@ -65,7 +70,7 @@ for format in json pickle; do
   rm -rf "$out/corpus-$format"
   mkdir -p "$out/corpus-$format"
   echo "fuzzing the $format reader: $runs runs"
-  if ! (cd "$out" && UBSAN_OPTIONS=print_stacktrace=1 ./"${format}_fuzzer" -runs="$runs" -seed=1 -max_len=16384 \
+  if ! (cd "$out" && UBSAN_OPTIONS=print_stacktrace=1 "$bin/${format}_fuzzer" -runs="$runs" -seed=1 -max_len=16384 \
     -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
     -dict="$src/tests/fuzz/snapshot.dict" "corpus-$format" "$src/tests/fuzz/corpus/$format" \
     >"$out/$format.log" 2>&1); then
