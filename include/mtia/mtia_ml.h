@@ -176,9 +176,10 @@ MTIA_API mtiaError_t mtiamlMachineCleanup(uint32_t index, mtiamlCleanupInfo* inf
  * records history) and moves it to path: JSON when path ends in ".json", else pickle. The process serves
  * the request on a thread of its own that sleeps until asked (no signal); it writes the file into a
  * private directory of the user (mode 0700, file mode 0600), from which it is moved (or copied) to path.
- * Blocks up to timeoutMs for the answer, polling (0.5 s more when the process finishes just as time runs
- * out). A request not answered in time is withdrawn: the process drops the file it may still be writing
- * for it, so nothing is left in the private directory. Errors: mtiaErrorInvalidValue (path NULL or
+ * Blocks up to timeoutMs for the answer, polling (2 s more when the process finishes just as time runs
+ * out). A process serves one request at a time: another tool's request to it goes first (its time counts).
+ * A request not answered in time is withdrawn: the process drops the file it may still be writing for it,
+ * so nothing is left in the private directory. Errors: mtiaErrorInvalidValue (path NULL or
  * empty, pid 0, or path cannot be written: the message names it), mtiaErrorNotFound (no such process uses
  * a machine of this user, or it exited before answering), mtiaErrorNotPermitted (the process belongs to
  * another user), mtiaErrorNotReady (no answer within timeoutMs; a status: no message is recorded),

@@ -241,15 +241,24 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
   while (token == 0 || token == UINT32_MAX) token = entropy();
   const registry::RequestOp op = json ? registry::RequestOp::SnapshotJson : registry::RequestOp::SnapshotPickle;
   const uint64_t request = registry::makeRequest(op, token);
-  const registry::Status posted = target->postRequest(slot, request);
-  if (posted.code == registry::Code::NotFound) fail(mtiaErrorNotFound, "process {} has exited", localPid);
-  if (!posted) failRegistry(posted);
   // The tool polls (the target sleeps in the kernel until woken, so only the tool spends anything).
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  // One request at a time per process: another tool's goes first.
+  for (;;) {
+    const registry::Status posted = target->postRequest(slot, request);
+    if (posted) break;
+    if (posted.code == registry::Code::NotFound) fail(mtiaErrorNotFound, "process {} has exited", localPid);
+    if (posted.code != registry::Code::Busy) failRegistry(posted);
+    if (std::chrono::steady_clock::now() >= deadline)
+      fail(mtiaErrorNotReady, "process {} did not answer within {} ms (busy with another request)", localPid,
+           timeoutMs);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   bool late = false;
   for (;;) {
     const uint64_t ack = target->acknowledged(slot);
     if (registry::requestToken(ack) == token) {
+      target->takeAcknowledgement(slot, ack);
       const auto result = static_cast<registry::RequestResult>(ack >> 32);
       if (result == registry::RequestResult::NotSupported)
         fail(mtiaErrorNotSupported, "process {} cannot write memory snapshots (its runtime installs no handler)",
@@ -262,12 +271,17 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
     if (!target->slotAlive(slot)) fail(mtiaErrorNotFound, "process {} exited before answering", localPid);
     if (const auto now = std::chrono::steady_clock::now(); now >= deadline) {
       // Take the request back, so the process drops the file it may still be writing for it. Too late
-      // for that means it has just answered (its acknowledgement is a moment away) or another tool's
-      // request replaced ours: look a little longer, then give up.
-      if (late || target->withdrawRequest(slot, request))
-        fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
-      late = true;
-      deadline = now + std::chrono::milliseconds(500);
+      // for that means it has just answered (its acknowledgement follows within 1 s, once the tool
+      // before us took its own) or is stopping: look a little longer; after that, remove what it may
+      // have left for us.
+      if (!late && !target->withdrawRequest(slot, request)) {
+        late = true;
+        deadline = now + std::chrono::seconds(2);
+        continue;
+      }
+      if (std::string dir; late && registry::requestDirectory(getuid(), false, dir))
+        ::unlink(registry::requestFile(dir, slot, token, op).c_str());
+      fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -367,7 +367,9 @@ Status Registry::postRequest(uint32_t index, uint64_t request) {
   if (readOnly_) return Status::error(Code::InvalidArgument, "registry " + name_ + " is open read-only");
   if (index >= header_->maxSlots) return Status::error(Code::InvalidArgument, "no slot " + std::to_string(index));
   if (!alive(index)) return Status::error(Code::NotFound, "slot " + std::to_string(index) + " has no live process");
-  slotAt(index).request.store(request, std::memory_order_release);
+  uint64_t idle = 0;
+  if (!slotAt(index).request.compare_exchange_strong(idle, request, std::memory_order_acq_rel))
+    return Status::error(Code::Busy, "slot " + std::to_string(index) + " is serving another request");
   wakeRequestWord(slotAt(index).request);
   return Status::ok();
 }
@@ -375,6 +377,12 @@ Status Registry::postRequest(uint32_t index, uint64_t request) {
 uint64_t Registry::acknowledged(uint32_t index) const {
   refreshAfterFork();
   return index < header_->maxSlots ? slotAt(index).ack.load(std::memory_order_acquire) : 0;
+}
+
+void Registry::takeAcknowledgement(uint32_t index, uint64_t ack) {
+  refreshAfterFork();
+  if (readOnly_ || index >= header_->maxSlots) return;
+  slotAt(index).ack.compare_exchange_strong(ack, 0, std::memory_order_acq_rel);
 }
 
 bool Registry::withdrawRequest(uint32_t index, uint64_t request) {

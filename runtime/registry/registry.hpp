@@ -140,12 +140,15 @@ class Registry {
   uint64_t pendingRequest() const;
   void acknowledge(uint64_t token);
   // A tool asks the owner of slot for something (requests.hpp: makeRequest) and wakes its watcher.
-  // Errors: NotFound (no live owner), InvalidArgument.
+  // One request at a time: a post never replaces a pending one. Errors: Busy (another request is
+  // pending: try again), NotFound (no live owner), InvalidArgument.
   Status postRequest(uint32_t slot, uint64_t request);
   uint64_t acknowledged(uint32_t slot) const;
+  // The tool took the answer ack that acknowledged() returned: the word is free for the next answer.
+  void takeAcknowledgement(uint32_t slot, uint64_t ack);
   // A tool takes back its request that the owner has not finished serving (it gave up waiting): true
   // when the slot's word still held it, and then the owner drops whatever it writes for it; false when
-  // the owner has just answered it or another request replaced it.
+  // the owner has just answered it (its acknowledgement follows at once) or is stopping.
   bool withdrawRequest(uint32_t slot, uint64_t request);
 
   // --- IPC records (registry_ipc.cpp; reference/smi-topology-ipc.md 6.3). Lock-free: each process

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 namespace mtia::registry {
 
@@ -97,12 +99,20 @@ void RequestWatcher::serve(uint64_t request) {
       }
     }
   }
-  // Clear the request only if it is still there; then answer it. Gone means its tool withdrew it (it
-  // stopped waiting) or a newer request replaced it: nobody will take the file, which may be large and
-  // lives in memory (/dev/shm), so it goes now.
+  // Clear the request only if it is still there; then answer it. Posts never replace a pending request,
+  // so gone means its tool withdrew it (it stopped waiting; another tool may have posted since) or we
+  // are stopping (a tool still waiting sees the slot go): nobody will take the file, which may be large
+  // and lives in memory (/dev/shm), so it goes now, unanswered.
   uint64_t expected = request;
-  if (!slot_->request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel) && !path.empty())
-    ::unlink(path.c_str());
+  if (!slot_->request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+    if (!path.empty()) ::unlink(path.c_str());
+    return;
+  }
+  // One answer word for every tool: the previous tool takes its answer (clears the word) within a few
+  // milliseconds of its poll; until then ours would overwrite it unseen. A tool that died never takes
+  // it, hence the bound.
+  for (int waited = 0; waited < 1000 && slot_->ack.load(std::memory_order_acquire) != 0; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   slot_->ack.store(makeAck(result, token), std::memory_order_release);
   wakeRequestWord(slot_->ack);
 }

@@ -1,10 +1,14 @@
 // The request word of a slot (reference/smi-topology-ipc.md section 4.9): a
-// tool (mtia-smi mem snapshot) asks a live process for something by storing
-// op << 32 | token into the process's slot and waking it (FUTEX_WAKE on the
-// word's low half); the process's watcher thread (request_watcher.hpp) serves
-// it and stores result << 32 | token into the slot's ack word. Files a
-// request produces go to a private directory of the user, named by slot and
-// token, from which the tool moves them.
+// tool (mtia-smi mem snapshot) asks a live process for something by placing
+// op << 32 | token into the process's idle (0) word and waking it (FUTEX_WAKE
+// on the word's low half); one request at a time, later tools wait their turn.
+// The process's watcher thread (request_watcher.hpp) serves it, sets the word
+// back to 0 and stores result << 32 | token into the slot's ack word, once the
+// previous tool took its answer from there (set it to 0). A tool
+// that gives up sets the word back to 0 itself (withdraws), and the watcher
+// then deletes what it wrote. Files a request produces go to a private
+// directory of the user, named by slot and token, from which the tool moves
+// them.
 //
 // Thread safety: every function may be called from any thread. Blocking:
 // requestDirectory creates a directory; the rest never block.

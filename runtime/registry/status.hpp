@@ -17,7 +17,8 @@ enum class Code {
   SlotsExhausted,   // every process slot is owned by a live process
   OutOfCapacity,    // the reservation does not fit next to what live processes hold
   Timeout,          // a lock stayed held by a live process past the deadline
-  Busy,             // removal refused: a live process uses the object
+  Busy,             // removal refused: a live process uses the object; a request posted while
+                    // another is pending
   System,           // any other failed system call
   Stale,            // an IPC reference whose export was freed or whose exporter died
   SelfImport,       // an IPC reference exported by this very process

@@ -46,6 +46,7 @@ stamp=$(cd "$src" && cat "${sources[@]}" "$fuzzer" allocator/snapshot/*.hpp \
   tools/mtia-mem/*.hpp | sha1sum | cut -d' ' -f1)
 if [[ ! -x $bin/json_fuzzer || ! -x $bin/pickle_fuzzer || "$(cat "$bin/stamp" 2>/dev/null)" != "$stamp" ]]; then
   echo "building the fuzzers with $cxx"
+  rm -f "$bin/json_fuzzer" "$bin/pickle_fuzzer" "$bin/stamp"
   objects=()
   pids=()
   for s in "${sources[@]}"; do
@@ -58,9 +59,10 @@ if [[ ! -x $bin/json_fuzzer || ! -x $bin/pickle_fuzzer || "$(cat "$bin/stamp" 2>
   for p in "${pids[@]}"; do wait "$p"; done
   "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "$fuzzer" "${objects[@]}" \
     -lfmt -lsimdjson -o "$bin/json_fuzzer" &
+  json_link=$!
   "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer -DMTIA_FUZZ_PICKLE "$fuzzer" \
     "${objects[@]}" -lfmt -lsimdjson -o "$bin/pickle_fuzzer"
-  wait
+  wait "$json_link"
   echo "$stamp" >"$bin/stamp"
 fi
 

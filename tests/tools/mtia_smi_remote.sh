@@ -12,6 +12,13 @@ holder=$2
 mem=$3
 source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 
+# How many snapshot files in this user's request directory are newer than $1. The unit tests' short-lived
+# "hello" files there do not count, and a file removed while find looks at it is no error.
+request_files_newer() {
+  { find /dev/shm/mtia_requests.u"$(id -u)" -ignore_readdir_race -name "slot*" -newer "$1" \
+    -exec sh -c 'head -c 5 "$1" 2>/dev/null | grep -qv "^hello"' _ {} \; -print 2>/dev/null || true; } | wc -l
+}
+
 start_holder() { # start_holder NAME args...: sets $started to its pid once it printed "ready"
   local name=$1
   shift
@@ -70,8 +77,17 @@ allocs = [e for t in r["device_traces"] for e in t if e["action"] == "alloc"]
 assert len(allocs) == 2 and all(e["size"] == 24 << 20 for e in allocs), allocs  # history was recorded
 PY
 # Nothing is left behind in the private directory.
-left=$(find /dev/shm/mtia_requests.u"$(id -u)" -name "slot*" -newer "$work/snap.txt" 2>/dev/null | wc -l)
-[[ $left == 0 ]] || fail "request files left behind"
+# Tools asking one process at once take turns, and each gets its own snapshot.
+turns=()
+for i in 1 2 3 4; do
+  "$smi" mem snapshot -p "$hist" -o "$work/turn$i.json" >"$work/turn$i.out" 2>&1 &
+  turns+=($!)
+done
+for i in 1 2 3 4; do
+  wait "${turns[$((i - 1))]}" || fail "mem snapshot $i of 4 at once: $(cat "$work/turn$i.out")"
+  [[ -s $work/turn$i.json ]] || fail "mem snapshot $i of 4 at once wrote nothing"
+done
+[[ $(request_files_newer "$work/snap.txt") == 0 ]] || fail "request files left behind"
 # The holder without history: segments, no traces.
 run snap2.txt mem snapshot -p "$idle" -o "$work/idle.json"
 python3 - "$work/idle.json" <<'PY' || fail "idle.json: no segments or unexpected traces"
@@ -109,12 +125,9 @@ touch "$work/stopped.mark"
 expect 255 "did not answer within 0.3 s" mem snapshot -p "$hist" -o "$work/x.pickle" --timeout 0.3
 kill -CONT "$hist"
 # The request was withdrawn when the tool gave up: the holder, running again, writes nothing for it into
-# the user's request directory (a forgotten snapshot would stay in /dev/shm). Files other tests of this
-# user write there say "hello".
+# the user's request directory (a forgotten snapshot would stay in /dev/shm).
 for _ in $(seq 1 20); do
-  late=$(find /dev/shm/mtia_requests.u"$(id -u)" -name "slot*.pickle" -newer "$work/stopped.mark" \
-    -exec sh -c 'head -c 5 "$1" | grep -qv "^hello"' _ {} \; -print 2>/dev/null | wc -l)
-  ((late == 0)) || fail "the withdrawn request left a snapshot behind"
+  [[ $(request_files_newer "$work/stopped.mark") == 0 ]] || fail "the withdrawn request left a snapshot behind"
   sleep 0.05
 done
 [[ ! -e $work/x.pickle ]] || fail "a failed snapshot left its file"

@@ -156,12 +156,15 @@ RequestResult writeHello(RequestOp op, const char* path) {
   return RequestResult::Done;
 }
 
-// Waits for the ack of token in slot; the ack word, or 0 after 10 s.
+// Waits for the ack of token in slot and takes it, as a tool does; the ack word, or 0 after 10 s.
 uint64_t awaitAck(Registry& tool, uint32_t slot, uint32_t token) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     const uint64_t ack = tool.acknowledged(slot);
-    if (requestToken(ack) == token) return ack;
+    if (requestToken(ack) == token) {
+      tool.takeAcknowledgement(slot, ack);
+      return ack;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return 0;
@@ -177,11 +180,14 @@ uint64_t ask(Registry& tool, uint32_t slot, RequestOp op, uint32_t token) {
 // large snapshot while its tool gives up.
 std::atomic<bool> gHold{false};
 std::atomic<int> gEntered{0};
+std::atomic<int> gLeft{0};
 
 RequestResult writeHelloWhenReleased(RequestOp op, const char* path) {
   gEntered.fetch_add(1);
   while (gHold.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return writeHello(op, path);
+  const RequestResult result = writeHello(op, path);
+  gLeft.fetch_add(1);
+  return result;
 }
 
 bool awaitEntered(int count) {
@@ -265,7 +271,7 @@ TEST(RegistryRequests, WatcherServesInThisProcessAndInAForkedChild) {
   EXPECT_TRUE(removeIfUnused(name));
 }
 
-TEST(RegistryRequests, WithdrawnOrReplacedRequestsLeaveNoFile) {
+TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   const MachineSpec spec = uniqueMachine();
   const std::string name = spec.objectName(geteuid());
   auto owner = openOrFail(spec);
@@ -276,18 +282,31 @@ TEST(RegistryRequests, WithdrawnOrReplacedRequestsLeaveNoFile) {
   std::string dir;
   ASSERT_TRUE(requestDirectory(geteuid(), true, dir));
   setRequestHandler(&writeHelloWhenReleased);
+  // Whatever fails below, the watcher is let go (else joining it in ~Registry would hang the test).
+  struct Release {
+    ~Release() {
+      gHold = false;
+      setRequestHandler(nullptr);
+    }
+  } release;
 
-  // The tool gives up while the owner writes: the owner still answers, and removes what it wrote.
+  // The tool gives up while the owner writes: the owner removes what it wrote and answers nobody.
   gHold = true;
   gEntered = 0;
+  gLeft = 0;
   const uint64_t first = makeRequest(RequestOp::SnapshotPickle, 21);
   ASSERT_TRUE(tool->postRequest(mine, first));
   ASSERT_TRUE(awaitEntered(1));
   EXPECT_TRUE(tool->withdrawRequest(mine, first));
   EXPECT_FALSE(tool->withdrawRequest(mine, first));  // once
   gHold = false;
-  EXPECT_EQ(awaitAck(*tool, mine, 21), makeAck(RequestResult::Done, 21));
-  EXPECT_FALSE(fileExists(requestFile(dir, mine, 21, RequestOp::SnapshotPickle)));
+  const std::string dropped = requestFile(dir, mine, 21, RequestOp::SnapshotPickle);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((gLeft.load() == 0 || fileExists(dropped)) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(gLeft.load(), 1);
+  EXPECT_FALSE(fileExists(dropped));
+  EXPECT_NE(requestToken(tool->acknowledged(mine)), 21u);
 
   // Answered: too late to withdraw, and the file is the tool's to take.
   const uint64_t served = makeRequest(RequestOp::SnapshotJson, 22);
@@ -297,20 +316,53 @@ TEST(RegistryRequests, WithdrawnOrReplacedRequestsLeaveNoFile) {
   EXPECT_TRUE(fileExists(kept));
   unlink(kept.c_str());
 
-  // A newer request replaces one being served: the older file goes, the newer request is served.
+  // A second tool waits while a request is pending: its post is refused (Busy), never replaces it.
   gHold = true;
   gEntered = 0;
   ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 23)));
   ASSERT_TRUE(awaitEntered(1));
-  ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 24)));
+  EXPECT_EQ(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 24)).code, Code::Busy);
   gHold = false;
-  EXPECT_EQ(awaitAck(*tool, mine, 24), makeAck(RequestResult::Done, 24));
-  EXPECT_FALSE(fileExists(requestFile(dir, mine, 23, RequestOp::SnapshotPickle)));
-  const std::string newer = requestFile(dir, mine, 24, RequestOp::SnapshotPickle);
-  EXPECT_TRUE(fileExists(newer));
-  unlink(newer.c_str());
+  EXPECT_EQ(awaitAck(*tool, mine, 23), makeAck(RequestResult::Done, 23));
+  const std::string firstServed = requestFile(dir, mine, 23, RequestOp::SnapshotPickle);
+  EXPECT_TRUE(fileExists(firstServed));
+  unlink(firstServed.c_str());
 
-  setRequestHandler(nullptr);
+  // Withdrawn while served, and another tool posts meanwhile: the withdrawn file goes, the new request
+  // is served after it.
+  gHold = true;
+  gEntered = 0;
+  const uint64_t abandoned = makeRequest(RequestOp::SnapshotJson, 25);
+  ASSERT_TRUE(tool->postRequest(mine, abandoned));
+  ASSERT_TRUE(awaitEntered(1));
+  ASSERT_TRUE(tool->withdrawRequest(mine, abandoned));
+  ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 26)));
+  gHold = false;
+  EXPECT_EQ(awaitAck(*tool, mine, 26), makeAck(RequestResult::Done, 26));
+  EXPECT_FALSE(fileExists(requestFile(dir, mine, 25, RequestOp::SnapshotJson)));
+  const std::string next = requestFile(dir, mine, 26, RequestOp::SnapshotPickle);
+  EXPECT_TRUE(fileExists(next));
+  unlink(next.c_str());
+
+  // Answers that follow each other closely: the second waits until the first tool took its answer, so
+  // neither is overwritten unseen.
+  const uint64_t early = makeRequest(RequestOp::SnapshotPickle, 27);
+  ASSERT_TRUE(tool->postRequest(mine, early));
+  const auto served27 = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (requestToken(tool->acknowledged(mine)) != 27 && std::chrono::steady_clock::now() < served27)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(tool->acknowledged(mine), makeAck(RequestResult::Done, 27));
+  ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotJson, 28)));  // served at once
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(tool->acknowledged(mine), makeAck(RequestResult::Done, 27));  // not yet taken: still there
+  tool->takeAcknowledgement(mine, makeAck(RequestResult::Done, 27));
+  EXPECT_EQ(awaitAck(*tool, mine, 28), makeAck(RequestResult::Done, 28));
+  for (const std::string& f : {requestFile(dir, mine, 27, RequestOp::SnapshotPickle),
+                               requestFile(dir, mine, 28, RequestOp::SnapshotJson)}) {
+    EXPECT_TRUE(fileExists(f)) << f;
+    unlink(f.c_str());
+  }
+
   owner.reset();
   tool.reset();
   EXPECT_TRUE(removeIfUnused(name));
