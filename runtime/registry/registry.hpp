@@ -148,7 +148,7 @@ class Registry {
   void takeAcknowledgement(uint32_t slot, uint64_t ack);
   // A tool takes back its request that the owner has not finished serving (it gave up waiting): true
   // when the slot's word still held it, and then the owner drops whatever it writes for it; false when
-  // the owner has just answered it (its acknowledgement follows at once) or is stopping.
+  // the owner has just answered it (its acknowledgement follows, within 1 s) or is stopping.
   bool withdrawRequest(uint32_t slot, uint64_t request);
 
   // --- IPC records (registry_ipc.cpp; reference/smi-topology-ipc.md 6.3). Lock-free: each process
