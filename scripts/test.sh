@@ -45,38 +45,32 @@ mtia_step_end
 if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   # Quick local runs: a plain CMake build in build/ instead of the sanitizer builds.
   echo "MTIA_SKIP_SANITIZERS=1: sanitizer stages skipped; a plain CMake build in build/ instead"
+  last=build
   mtia_step "cmake: configure build/"
   mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON
-  mtia_step "cmake: build"
-  cmake --build build -j "$MTIA_JOBS"
+else
+  mtia_step "asan+ubsan: configure build-asan/"
+  mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON -DMTIA_SANITIZE=address,undefined \
+    -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
+  mtia_step "asan+ubsan: build"
+  cmake --build build-asan -j "$MTIA_JOBS"
+  mtia_step "asan+ubsan: ctest"
+  # A caller's own settings come last and win.
+  ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+    ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
+
   mtia_step_end
-  mtia_print_times
-  # Last: the run's output ends with ctest's summary.
-  mtia_step "cmake: ctest"
-  ctest --test-dir build --output-on-failure -j "$MTIA_JOBS"
-  exit 0
+  last=build-tsan
+  mtia_step "tsan: configure build-tsan/"
+  mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON -DMTIA_SANITIZE=thread
 fi
-
-mtia_step "asan+ubsan: configure build-asan/"
-mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON -DMTIA_SANITIZE=address,undefined \
-  -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
-mtia_step "asan+ubsan: build"
-cmake --build build-asan -j "$MTIA_JOBS"
-mtia_step "asan+ubsan: ctest"
-# A caller's own settings come last and win.
-ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
-  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
-  ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
-
-mtia_step_end
-mtia_step "tsan: configure build-tsan/"
-mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON -DMTIA_SANITIZE=thread
-mtia_step "tsan: build"
-cmake --build build-tsan -j "$MTIA_JOBS"
+mtia_step "cmake: build $last/"
+cmake --build "$last" -j "$MTIA_JOBS"
 mtia_step_end
 mtia_print_times
 
-# Last: the run's output ends with ctest's summary.
-mtia_step "tsan: ctest"
+# Last: the run's output ends with ctest's summary (TSAN_OPTIONS matter only to the TSan build).
+mtia_step "cmake: ctest $last/"
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
-  ctest --test-dir build-tsan --output-on-failure -j "$MTIA_JOBS"
+  ctest --test-dir "$last" --output-on-failure -j "$MTIA_JOBS"
