@@ -20,21 +20,15 @@ IpcWireHandle readIpcHandle(const char (&bytes)[MTIA_IPC_HANDLE_SIZE], IpcHandle
   return w;
 }
 
-void IpcMemory::forgetInheritedLocked() {
-  const pid_t now = getpid();
-  if (now == pid_) [[likely]]
-    return;
-  pid_ = now;
-  exports_.clear();
-  limbo_.clear();
-  limboCount_.store(0, std::memory_order_relaxed);
-  imports_.clear();
+void IpcMemory::countLocked() {
+  exportedOrLimbo_.store(exports_.size() + limbo_.size(), std::memory_order_relaxed);
+  limboCount_.store(limbo_.size(), std::memory_order_relaxed);
+  importCount_.store(imports_.size(), std::memory_order_relaxed);
 }
 
 mtiaIpcMemHandle_t IpcMemory::exportAllocation(allocator::DeviceAllocator& alloc, void* ptr) {
   const auto key = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
-  forgetInheritedLocked();
   if (auto it = exports_.find(key); it != exports_.end() && it->second.alloc == &alloc) {
     // Still the same allocation? A free would have removed the entry (interceptFree), so yes.
     return it->second.handle;
@@ -52,13 +46,18 @@ mtiaIpcMemHandle_t IpcMemory::exportAllocation(allocator::DeviceAllocator& alloc
   driver_.check(driver_.ops().ipcMemExport(r.mem, r.offset, r.size, &e.wire.driver), "mtiaIpcGetMemHandle");
   std::memcpy(e.handle.reserved, &e.wire, sizeof e.wire);
   exports_.emplace(key, e);
+  countLocked();
   return e.handle;
 }
 
 bool IpcMemory::interceptFree(allocator::DeviceAllocator& alloc, void* ptr) {
+  // The common case (this process never exported memory) costs one relaxed load. A free racing with
+  // the export of the same pointer is the caller's own race; otherwise the export happened before this
+  // free, and so did its store of the count.
+  if (exportedOrLimbo_.load(std::memory_order_relaxed) == 0) [[likely]]
+    return false;
   const auto key = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
-  forgetInheritedLocked();
   if (limbo_.count(key) != 0)
     fail(mtiaErrorInvalidValue,
          "ptr {} is not a live allocation (already freed; the free waits for IPC importers to close it)", ptr);
@@ -68,11 +67,12 @@ bool IpcMemory::interceptFree(allocator::DeviceAllocator& alloc, void* ptr) {
   const mtiaError_t s = driver_.ops().ipcMemRevoke(&it->second.wire.driver, &openers);
   if (s != mtiaSuccess || openers == 0) {
     exports_.erase(it);
+    countLocked();
     return false;
   }
   limbo_.emplace(key, it->second);
   exports_.erase(it);
-  limboCount_.store(limbo_.size(), std::memory_order_relaxed);
+  countLocked();
   return true;
 }
 
@@ -80,7 +80,6 @@ void IpcMemory::collectSlow() {
   std::vector<std::pair<allocator::DeviceAllocator*, void*>> ready;
   {
     std::lock_guard lock(mu_);
-    forgetInheritedLocked();
     for (auto it = limbo_.begin(); it != limbo_.end();) {
       uint32_t openers = 0;
       const mtiaError_t s = driver_.ops().ipcMemRevoke(&it->second.wire.driver, &openers);
@@ -91,7 +90,7 @@ void IpcMemory::collectSlow() {
         ++it;
       }
     }
-    limboCount_.store(limbo_.size(), std::memory_order_relaxed);
+    countLocked();
   }
   for (auto& [alloc, ptr] : ready) alloc->free(ptr);
 }
@@ -120,28 +119,31 @@ void* IpcMemory::open(const mtiaIpcMemHandle_t& handle, int32_t& driverDevice) {
   checkRange(w, va);
   void* ptr = static_cast<char*>(va) + w.offset;
   std::lock_guard lock(mu_);
-  forgetInheritedLocked();
   auto [it, added] = imports_.try_emplace(reinterpret_cast<uintptr_t>(ptr), Import{va, w.size, driverDevice, 0});
   ++it->second.opens;
+  countLocked();
   return ptr;
 }
 
 void IpcMemory::close(void* ptr) {
   std::lock_guard lock(mu_);
-  forgetInheritedLocked();
   auto it = imports_.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == imports_.end())
-    fail(mtiaErrorInvalidValue, "devPtr {} is not an open IPC mapping (not returned by mtiaIpcOpenMemHandle, closed, or opened by the "
-         "parent of this forked process)",
+    fail(mtiaErrorInvalidValue, "devPtr {} is not an open IPC mapping (not returned by mtiaIpcOpenMemHandle, or closed)",
          ptr);
   driver_.check(driver_.ops().ipcMemClose(it->second.va), "devPtr");
-  if (--it->second.opens == 0) imports_.erase(it);
+  if (--it->second.opens == 0) {
+    imports_.erase(it);
+    countLocked();
+  }
 }
 
 std::optional<IpcMapping> IpcMemory::findImport(const void* ptr) const {
+  // As interceptFree: an open that happened before this lookup stored the count before it.
+  if (importCount_.load(std::memory_order_relaxed) == 0) [[likely]]
+    return std::nullopt;
   const auto p = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
-  if (getpid() != pid_) return std::nullopt;  // the parent's imports (forgotten at the next IPC call)
   auto it = imports_.upper_bound(p);
   if (it == imports_.begin()) return std::nullopt;
   --it;

@@ -14,9 +14,6 @@
 
 #include <mtia/mtia_ipc.h>
 
-#include <sys/types.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -94,18 +91,18 @@ class IpcMemory {
   // Checks the handle's offset and size against the bytes the driver mapped at va (driver ABI 1.5);
   // on a mismatch closes that open and throws InvalidHandle naming handle.
   void checkRange(const IpcWireHandle& w, void* va);
-  // Under mu_: in a forked child (another pid than the tables were filled in), forgets the parent's
-  // exports, deferred frees and imports: they are the parent's records (the child cannot close the
-  // inherited mappings, which stay mapped; its opens of the same handles are its own).
-  void forgetInheritedLocked();
+  // Under mu_: republishes the tables' sizes, which the lock-free fast paths read.
+  void countLocked();
 
   const driver::Driver& driver_;
   mutable std::mutex mu_;
   std::unordered_map<uintptr_t, Export> exports_;  // by allocation
   std::unordered_map<uintptr_t, Export> limbo_;    // freed by the caller, importers still hold them
-  std::atomic<size_t> limboCount_{0};
   std::map<uintptr_t, Import> imports_;  // by the pointer handed out
-  pid_t pid_ = getpid();                  // the process the tables belong to
+  // Written under mu_, read without it (one relaxed load on mtiaFree's and pointer lookups' paths).
+  std::atomic<size_t> limboCount_{0};
+  std::atomic<size_t> exportedOrLimbo_{0};
+  std::atomic<size_t> importCount_{0};
 };
 
 }  // namespace mtia

@@ -9,6 +9,7 @@
 #include "runtime/sim/sim_driver.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,26 @@ std::once_flag gInitOnce;
 Runtime* gRuntime = nullptr;  // intentionally never destroyed: driver threads may outlive static destruction
 std::atomic<Runtime*> gReady{nullptr};  // gRuntime once initialisation succeeded
 std::string gInitFailure;
+// Set in a child forked after initialisation began (Note [fork]).
+std::atomic<bool> gForkedChild{false};
+
+// Note [fork]: a child forked from a process that initialised the runtime cannot use it, as in CUDA.
+// The child has none of the driver's engine threads, so queued work would never run and waits would
+// block forever; the parent's device memory, streams and events are the parent's. So the child handler
+// below clears gReady, and every later ABI call in the child fails with InitializationError instead
+// (the check sits behind the acquire load that every call already makes: no system call such as
+// getpid() on the hot path). A child forked before initialisation, or one that execs, starts afresh.
+void onForkChild() noexcept {
+  gReady.store(nullptr, std::memory_order_relaxed);
+  gForkedChild.store(true, std::memory_order_relaxed);
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void failInForkedChild() {
+  throw Error(mtiaErrorInitializationError,
+              "this process is a fork of one that had initialised the runtime; a forked child cannot use its parent's "
+              "devices (initialise the runtime only after fork, or start the child with exec or "
+              "multiprocessing's 'spawn' method)");
+}
 
 // The folder of libmtia.so, where installed drivers live under mtia/.
 std::string libraryDir() {
@@ -72,7 +93,7 @@ int& currentDeviceOrdinal() noexcept {
   return current;
 }
 
-Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
+Runtime::Runtime() {
   options_ = readRuntimeOptions(processEnv());
   setLogLevel(options_.logLevel);
   allocContext_ = std::make_unique<allocator::AllocatorContext>(readAllocatorSettings());
@@ -102,8 +123,12 @@ Runtime::Runtime() : initPid_(static_cast<int>(getpid())) {
 
 Runtime& Runtime::instance() {
   // Every ABI call comes through here: after initialisation it is one acquire load.
-  if (Runtime* rt = gReady.load(std::memory_order_acquire)) return *rt;
+  if (Runtime* rt = gReady.load(std::memory_order_acquire)) [[likely]]
+    return *rt;
+  if (gForkedChild.load(std::memory_order_relaxed)) failInForkedChild();
   std::call_once(gInitOnce, [] {
+    // Before anything is started: a fork from here on leaves a child that must not use the runtime.
+    pthread_atfork(nullptr, nullptr, onForkChild);
     try {
       gRuntime = new Runtime();
       // Work still queued at exit runs to completion before static destruction tears down what
@@ -124,6 +149,8 @@ Runtime& Runtime::instance() {
   if (gRuntime == nullptr) throw Error(mtiaErrorInitializationError, "the runtime failed to initialise: " + gInitFailure);
   return *gRuntime;
 }
+
+bool Runtime::forkedChild() noexcept { return gForkedChild.load(std::memory_order_relaxed); }
 
 Runtime* Runtime::tryInstance() noexcept {
   try {
@@ -159,7 +186,7 @@ StreamRegistry::StreamRef Runtime::borrowStream(mtiaStream_t handle, const char*
 
 void Runtime::drain() noexcept {
   if (driver_->ops().isDriverThread() != 0) return;  // exit() from a host function: it would wait on itself
-  if (getpid() != initPid_) return;  // a forked child has no engines to finish the parent's work
+  if (forkedChild()) return;  // a forked child has no engines to finish the parent's work
   for (const std::unique_ptr<Device>& dev : devices_) {
     // Failures (a sticky fault) only mean there is nothing left to wait for.
     (void)driver_->ops().deviceSynchronize(dev->driverDevice());

@@ -26,8 +26,11 @@ namespace mtia {
 class Runtime {
  public:
   // The runtime, initialising it on first use. Thread-safe.
-  // Throws Error(InitializationError) when initialisation failed.
+  // Throws Error(InitializationError) when initialisation failed, and in a child forked after the
+  // runtime was initialised (Note [fork] in runtime.cpp).
   static Runtime& instance();
+  // True in a child forked after the runtime was initialised. Never throws.
+  static bool forkedChild() noexcept;
   // The runtime, or null when initialisation failed. Never throws.
   static Runtime* tryInstance() noexcept;
 
@@ -75,7 +78,6 @@ class Runtime {
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<StreamRegistry> streams_;
   std::unique_ptr<IpcMemory> ipc_;
-  const int initPid_;  // the process that initialised the runtime (drain() skips forked children)
   Kernels kernels_;
   HandleTable<graph::GraphObject> graphs_{kTagGraph};
 };

@@ -19,11 +19,9 @@
  * - Capture: none of these calls is legal while a capture in global mode (or this thread's relaxed or
  *   thread-local capture on the device) is live: they return mtiaErrorStreamCaptureUnsupported and
  *   invalidate the capture, like the other unsafe calls of mtia_graph.h.
- * - Fork: a forked child inherits no IPC objects (CUDA supports no IPC across fork at all). The parent's
- *   imported pointers may stay mapped in the child, but the child cannot close them
- *   (mtiaErrorInvalidValue), its imported and exported IPC events are dead there (query and synchronize
- *   return mtiaErrorInvalidHandle), and its own opens of the same handles map anew under its own counts
- *   (the parent's opens are unaffected).
+ * - Fork: a forked child inherits no IPC objects (CUDA supports no IPC across fork at all): a child forked
+ *   after the runtime was initialised cannot use the runtime at all (mtia_runtime.h: every call returns
+ *   mtiaErrorInitializationError there), and the parent's imports and exports are unaffected.
  * - A driver older than driver ABI 1.4 shares nothing: every call returns mtiaErrorNotSupported.
  */
 #ifndef MTIA_IPC_H

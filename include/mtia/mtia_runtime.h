@@ -8,6 +8,13 @@
  *   failed (bad MTIA_* setting, driver refused), every call except the error
  *   and version functions and mtiaGetDeviceCount returns
  *   mtiaErrorInitializationError, and mtiaGetLastErrorMessage() says why.
+ * - Fork: as in CUDA, a child forked from a process that had initialised the
+ *   runtime cannot use it (the devices, memory, streams and queued work are
+ *   the parent's). There every call behaves as after a failed initialisation:
+ *   it returns mtiaErrorInitializationError at once, never blocks, and the
+ *   message says so; mtiaGetDeviceCount reports 0 devices. A child forked
+ *   before the first call, or one that execs, initialises a runtime of its
+ *   own. The management functions of mtia_ml.h keep working in the child.
  * - Called from a host function or kernel running on a device, every call
  *   except the error functions returns mtiaErrorNotPermitted.
  * - A failed call sets the thread's last-error message (names the call and
