@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 # How many snapshot files in this user's request directory are newer than $1. The unit tests' short-lived
 # "hello" files there do not count, and a file removed while find looks at it is no error.
 request_files_newer() {
-  { find /dev/shm/mtia_requests.u"$(id -u)" -ignore_readdir_race -name "slot*" -newer "$1" \
+  { find /dev/shm/mtia.u"$(id -u)"/requests -ignore_readdir_race -name "*.slot*" -newer "$1" \
     -exec sh -c 'head -c 5 "$1" 2>/dev/null | grep -qv "^hello"' _ {} \; -print 2>/dev/null || true; } | wc -l
 }
 
@@ -134,7 +134,7 @@ done
 expect 2 "cannot be written" mem snapshot -p "$hist" -o "$work/no/such/dir/x.pickle"
 
 # --- cleanup: a registry in use is kept; dead slots are reaped; an unused registry goes. ---
-objects=(/dev/shm/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
+objects=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
 [[ ${#objects[@]} == 2 ]] || fail "expected the registry and its lock file: ${objects[*]}"
 run clean1.txt cleanup
 grep -q "reaped 1 dead process slot(s); kept" "$work/clean1.txt" || fail "clean1.txt: $(cat "$work/clean1.txt")"
