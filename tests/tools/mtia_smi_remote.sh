@@ -4,7 +4,7 @@
 # segments the holder allocated; the error exits of mem snapshot (6 no such process, 4 another user's,
 # 255 no answer in time, after which the withdrawn request leaves no file, 2 bad arguments); cleanup
 # keeps a registry in use, then reaps the dead holders' slots and removes the registry once nobody
-# uses it.
+# uses it; a file size limit below the registry's size is reported as such.
 # Usage: mtia_smi_remote.sh MTIA_SMI SMI_HOLDER MTIA_MEM
 set -euo pipefail
 smi=$1
@@ -32,6 +32,17 @@ start_holder() { # start_holder NAME args...: sets $started to its pid once it p
   done
   [[ "$(cat "$work/$name.out")" == ready ]] || fail "smi_holder $* never got ready"
 }
+
+# --- A file size limit (ulimit -f) below the registry's size: said as such, with the file, not as device
+# memory exhausted, and no SIGXFSZ (whose default action would kill the program). ---
+fsize_machine=test-mtia_smi_remote-fsize-$$
+got=0
+(ulimit -f 64; MTIA_SIM_MACHINE=$fsize_machine exec "$holder" 1 0) >/dev/null 2>"$work/fsize.err" || got=$?
+leftovers+=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$fsize_machine".*)
+[[ $got == 1 ]] || fail "smi_holder under ulimit -f 64: exit $got, expected 1 ($(cat "$work/fsize.err"))"
+grep -qF "cannot size registry file /dev/shm/mtia.u$(id -u)/" "$work/fsize.err" || fail "fsize: $(cat "$work/fsize.err")"
+grep -qF "RLIMIT_FSIZE" "$work/fsize.err" || fail "fsize: the limit is not named: $(cat "$work/fsize.err")"
+! grep -qi "out of memory" "$work/fsize.err" || fail "fsize: reported as out of memory: $(cat "$work/fsize.err")"
 
 # --- Utilisation: idle device 0, busy device 1. ---
 start_holder idle 16 0
