@@ -4,7 +4,8 @@
 # segments the holder allocated; the error exits of mem snapshot (6 no such process, 4 another user's,
 # 255 no answer in time, after which the withdrawn request leaves no file, 2 bad arguments); cleanup
 # keeps a registry in use, then reaps the dead holders' slots and removes the registry once nobody
-# uses it; a file size limit below the registry's size is reported as such.
+# uses it; a file size limit below the registry's size is reported as such; MTIA_SIM_MACHINE's limit is
+# the same for the runtime and mtia-smi.
 # Usage: mtia_smi_remote.sh MTIA_SMI SMI_HOLDER MTIA_MEM
 set -euo pipefail
 smi=$1
@@ -43,6 +44,15 @@ leftovers+=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$fsize_machi
 grep -qF "cannot size registry file /dev/shm/mtia.u$(id -u)/" "$work/fsize.err" || fail "fsize: $(cat "$work/fsize.err")"
 grep -qF "RLIMIT_FSIZE" "$work/fsize.err" || fail "fsize: the limit is not named: $(cat "$work/fsize.err")"
 ! grep -qi "out of memory" "$work/fsize.err" || fail "fsize: reported as out of memory: $(cat "$work/fsize.err")"
+
+# --- MTIA_SIM_MACHINE: the runtime and mtia-smi accept the same names (at most 255 bytes). ---
+long=$(printf 'm%.0s' $(seq 256))
+got=0
+MTIA_SIM_MACHINE=$long timeout 20 "$holder" 1 0 >/dev/null 2>"$work/long.err" || got=$?  # before: it ran
+[[ $got == 1 ]] || fail "smi_holder with a 256-byte MTIA_SIM_MACHINE: exit $got ($(cat "$work/long.err"))"
+grep -qF "MTIA_SIM_MACHINE is too long: 256 bytes, at most 255 bytes" "$work/long.err" || fail "long: $(cat "$work/long.err")"
+MTIA_SIM_MACHINE=$long expect 2 "MTIA_SIM_MACHINE is too long: 256 bytes, at most 255 bytes" -L
+MTIA_SIM_MACHINE=${long:1} run long.txt -L
 
 # --- Utilisation: idle device 0, busy device 1. ---
 start_holder idle 16 0
