@@ -223,9 +223,10 @@ MTIA_API mtiaError_t mtiamlProcessDumpSnapshot(uint32_t pid, const char* path, u
     if (destination.empty()) fail(mtiaErrorInvalidValue, "path is empty");
     if (pid == 0) fail(mtiaErrorInvalidValue, "pid 0 is no process");
     const bool json = endsWith(destination, ".json");
-    const std::string written =
-        Management::with([&](Management& m) { return m.requestSnapshot(pid, json, timeoutMs); });
-    moveFile(written, destination);
+    // Moved while the request is still held: a cleanup meanwhile must not take the file for abandoned.
+    Management::with([&](Management& m) {
+      m.requestSnapshot(pid, json, timeoutMs, [&](const std::string& written) { moveFile(written, destination); });
+    });
   });
 }
 

@@ -206,7 +206,8 @@ Management::CleanupResult Management::cleanup(uint32_t index) {
   return out;
 }
 
-std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs) {
+void Management::requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs,
+                                 const std::function<void(const std::string&)>& take) {
   if (localPid == 0) fail(mtiaErrorInvalidValue, "pid 0 is no process");
   // The machine read now first, then every other machine of this user.
   std::vector<std::string> names{objectName_};
@@ -241,6 +242,23 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
   while (token == 0 || token == UINT32_MAX) token = entropy();
   const registry::RequestOp op = json ? registry::RequestOp::SnapshotJson : registry::RequestOp::SnapshotPickle;
   const uint64_t request = registry::makeRequest(op, token);
+  // Held until the file is taken: while it is, neither the process's exit nor a cleanup removes what it
+  // writes for us. Whatever happens below, what it left for this request (finished or .tmp) goes after.
+  std::string requests;
+  if (const registry::Status s = registry::requestDirectory(target->directory(), true, requests); !s)
+    failRegistry(s);
+  if (const registry::Status s = target->holdRequest(token); !s) failRegistry(s);
+  const std::string answer = registry::requestFile(requests, target->name(), slot, token, op);
+  struct Leave {
+    registry::Registry& target;
+    uint32_t token;
+    std::string answer;
+    ~Leave() {
+      ::unlink(answer.c_str());
+      ::unlink((answer + ".tmp").c_str());
+      target.releaseRequest(token);
+    }
+  } leave{*target, token, answer};
   // The tool polls (the target sleeps in the kernel until woken, so only the tool spends anything).
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
   // One request at a time per process: another tool's goes first.
@@ -263,10 +281,10 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
       if (result == registry::RequestResult::NotSupported)
         fail(mtiaErrorNotSupported, "process {} cannot write memory snapshots (its runtime installs no handler)",
              localPid);
-      std::string dir;
-      if (result != registry::RequestResult::Done || !registry::requestDirectory(getuid(), false, dir))
+      if (result != registry::RequestResult::Done)
         fail(mtiaErrorUnknown, "process {} could not write its memory snapshot", localPid);
-      return registry::requestFile(dir, slot, token, op);
+      take(answer);
+      return;
     }
     if (!target->slotAlive(slot)) fail(mtiaErrorNotFound, "process {} exited before answering", localPid);
     if (const auto now = std::chrono::steady_clock::now(); now >= deadline) {
@@ -279,8 +297,6 @@ std::string Management::requestSnapshot(uint32_t localPid, bool json, uint32_t t
         deadline = now + std::chrono::seconds(2);
         continue;
       }
-      if (std::string dir; late && registry::requestDirectory(getuid(), false, dir))
-        ::unlink(registry::requestFile(dir, slot, token, op).c_str());
       fail(mtiaErrorNotReady, "process {} did not answer within {} ms", localPid, timeoutMs);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -14,6 +14,7 @@
 
 #include <mtia/mtia_ml.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,10 +66,13 @@ class Management {
   CleanupResult cleanup(uint32_t index);
 
   // Asks the live process localPid (of the machine read now) for its memory snapshot (json: JSON, else
-  // pickle) and waits up to timeoutMs for it; returns the path of the private file it wrote. Errors:
-  // NotFound (no such process on the machine), NotPermitted (a process of another user), Timeout (no
-  // answer), NotSupported (the process cannot write snapshots), Unknown (it failed to write one).
-  std::string requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs);
+  // pickle) and waits up to timeoutMs for it; then calls take with the path of the private file it
+  // wrote (take moves it away; the file is removed after take returns or throws, as is whatever the
+  // process left for this request when anything fails). Errors: NotFound (no such process on the
+  // machine), NotPermitted (a process of another user), Timeout (no answer), NotSupported (the process
+  // cannot write snapshots), Unknown (it failed to write one), those of take.
+  void requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutMs,
+                       const std::function<void(const std::string& path)>& take);
 
   // This user's machines with a registry (registry object names), listed anew by refreshMachines().
   uint32_t refreshMachines();

@@ -1,8 +1,10 @@
 #include "machine_name.hpp"
 
 #include "layout.hpp"
+#include "user_directory.hpp"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,7 +23,7 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-// Names stay readable in /dev/shm listings; the hash (over the raw name) keeps them distinct.
+// Names stay readable in directory listings; the hash (over the raw name) keeps them distinct.
 std::string sanitized(const std::string& name) {
   std::string out;
   for (char c : name.substr(0, 48)) {
@@ -50,11 +52,29 @@ std::string objectPrefix(uid_t uid) {
 
 const char* shmDirectory() { return "/dev/shm"; }
 
-std::string lockPath(const std::string& objectName) { return std::string(shmDirectory()) + "/" + objectName + ".lock"; }
+std::string objectPath(const std::string& directory, const std::string& objectName) {
+  return directory + "/" + objectName;
+}
+
+std::string lockPath(const std::string& directory, const std::string& objectName) {
+  return directory + "/" + objectName + ".lock";
+}
+
+namespace {
+std::string currentDirectory() {
+  UserDirectory dir;
+  return userDirectory(geteuid(), false, dir) ? dir.path : usualUserDirectory(geteuid());
+}
+}  // namespace
+
+std::string objectPath(const std::string& objectName) { return objectPath(currentDirectory(), objectName); }
+std::string lockPath(const std::string& objectName) { return lockPath(currentDirectory(), objectName); }
 
 std::vector<std::string> listMachines(uid_t uid) {
   std::vector<std::string> names;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(shmDirectory()), closedir);
+  UserDirectory where;
+  if (!userDirectory(uid, false, where)) return names;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(where.path.c_str()), closedir);
   if (!dir) return names;
   const std::string prefix = objectPrefix(uid);
   const std::string lockSuffix = ".lock";

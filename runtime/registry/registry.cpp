@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -42,6 +44,35 @@ void clearCounters(Slot& slot) {
   clearIpcTables(slot);
 }
 
+// Registries of this process that own a slot: at exit their request files that no tool waits for go
+// (the runtime never destroys its registry, so ~Registry does not run then).
+std::mutex gOwnersMu;
+std::vector<const Registry*>& owners() {
+  static auto* list = new std::vector<const Registry*>();  // never destroyed: used by the exit handler
+  return *list;
+}
+
+void removeAbandonedAtExit() {
+  // try_lock: a fork child may have copied the mutex held by a thread it does not have.
+  std::unique_lock lock(gOwnersMu, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  for (const Registry* r : owners()) (void)r->removeAbandonedRequestFiles(true);
+}
+
+void addOwner(const Registry* registry) {
+  static std::once_flag installed;
+  std::call_once(installed, [] { std::atexit(removeAbandonedAtExit); });
+  std::lock_guard lock(gOwnersMu);
+  auto& list = owners();
+  if (std::find(list.begin(), list.end(), registry) == list.end()) list.push_back(registry);
+}
+
+void removeOwner(const Registry* registry) {
+  std::lock_guard lock(gOwnersMu);
+  auto& list = owners();
+  list.erase(std::remove(list.begin(), list.end(), registry), list.end());
+}
+
 }  // namespace
 
 Status Registry::open(const MachineSpec& spec, const Options& options, std::unique_ptr<Registry>& out) {
@@ -58,6 +89,8 @@ Status Registry::open(const MachineSpec& spec, const Options& options, std::uniq
   request.lockTimeout = options.lockTimeout;
   if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
   registry->name_ = request.name;
+  registry->directory_ = registry->object_.directory;
+  registry->notice_ = registry->object_.notice;
   registry->lockTimeout_ = options.lockTimeout;
   registry->header_ = registry->object_.header;
   registry->created_ = registry->object_.created;
@@ -75,6 +108,8 @@ Status Registry::openReadOnly(const std::string& objectName, std::unique_ptr<Reg
   request.create = false;
   if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
   registry->name_ = objectName;
+  registry->directory_ = registry->object_.directory;
+  registry->notice_ = registry->object_.notice;
   registry->readOnly_ = true;
   registry->header_ = registry->object_.header;
   registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
@@ -91,6 +126,8 @@ Status Registry::openExisting(const std::string& objectName, std::unique_ptr<Reg
   request.writable = true;
   if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
   registry->name_ = objectName;
+  registry->directory_ = registry->object_.directory;
+  registry->notice_ = registry->object_.notice;
   registry->header_ = registry->object_.header;
   registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
   fork_guard::track(registry->lock_.fd());
@@ -100,9 +137,11 @@ Status Registry::openExisting(const std::string& objectName, std::unique_ptr<Reg
 
 Registry::~Registry() {
   refreshAfterFork();
+  removeOwner(this);
   const int32_t own = slot_.load(std::memory_order_relaxed);
   if (own >= 0) {
     watcher_.stop();
+    (void)removeAbandonedRequestFiles(true);
     Slot& slot = slotAt(static_cast<uint32_t>(own));
     slot.seq.fetch_add(1, std::memory_order_acq_rel);
     clearCounters(slot);
@@ -125,7 +164,7 @@ void Registry::refreshAfterFork() const {
   // The child handler closed our descriptor (and with it nothing of the parent's): open our own.
   lock_.abandon();
   watcher_.forget();  // the parent's thread; this child starts its own when it registers
-  if (Status s = lock_.open(lockPath(name_), false, !readOnly_); s) {
+  if (Status s = lock_.open(lockPath(directory_, name_), false, !readOnly_); s) {
     fork_guard::track(lock_.fd());
     // The parent's opener lock lives on with the parent: hold one of our own.
     if (!readOnly_) (void)lock_.lockUntil(openerLockByte(), false, lockTimeout_);
@@ -174,7 +213,8 @@ Status Registry::claimSlotLocked() {
     slot.seq.fetch_add(1, std::memory_order_release);
     (void)lock_.tryLockClassic(pidLockByte(i));  // best effort: only gives readers our pid
     slot_.store(static_cast<int32_t>(i), std::memory_order_release);
-    (void)watcher_.start(slot, i);  // without it requests time out; registering still succeeds
+    (void)watcher_.start(slot, i, name_, directory_);  // without it requests time out; registering still succeeds
+    addOwner(this);
     return Status::ok();
   }
   return Status::error(Code::SlotsExhausted, "registry " + name_ + ": all " + std::to_string(header_->maxSlots) +
@@ -390,6 +430,31 @@ bool Registry::withdrawRequest(uint32_t index, uint64_t request) {
   if (readOnly_ || index >= header_->maxSlots) return false;
   uint64_t expected = request;
   return slotAt(index).request.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+}
+
+Status Registry::holdRequest(uint32_t token) {
+  refreshAfterFork();
+  if (readOnly_) return Status::error(Code::InvalidArgument, "registry " + name_ + " is open read-only");
+  if (!lock_.isOpen()) return Status::error(Code::System, "registry " + name_ + ": its lock file could not be reopened");
+  return lock_.lockUntil(static_cast<off_t>(requesterLockByte(token)), false, lockTimeout_);
+}
+
+void Registry::releaseRequest(uint32_t token) {
+  refreshAfterFork();
+  if (lock_.isOpen()) lock_.unlock(static_cast<off_t>(requesterLockByte(token)));
+}
+
+uint32_t Registry::removeAbandonedRequestFiles(bool ownSlotOnly) const {
+  refreshAfterFork();
+  const int32_t own = slot_.load(std::memory_order_acquire);
+  if (ownSlotOnly && own < 0) return 0;
+  if (!lock_.isOpen()) return 0;
+  std::string dir;
+  if (!requestDirectory(directory_, false, dir)) return 0;
+  // A tool's lock is on another open file description than ours, so lockedByOther sees it.
+  return removeRequestFiles(dir, name_, ownSlotOnly ? own : -1, [&](uint32_t token) {
+    return lock_.lockedByOther(static_cast<off_t>(requesterLockByte(token)));
+  });
 }
 
 }  // namespace mtia::registry

@@ -92,12 +92,19 @@ class Registry {
   // Opens an existing registry read-write by object name without creating it or registering: a tool
   // that reaps dead slots or posts a request. Errors: NotFound, Unavailable, Permission, Timeout.
   static Status openExisting(const std::string& objectName, std::unique_ptr<Registry>& out);
-  // Gives the slot up (counters zeroed, request watcher joined) when this process registered.
+  // Gives the slot up (counters zeroed, request watcher joined, files of its requests that no tool
+  // waits for removed) when this process registered. A process that exits with its slot does the
+  // same for its request files (an atexit handler installed by attach).
   ~Registry();
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
   const std::string& name() const { return name_; }
+  // The user's directory the object lies in (user_directory.hpp).
+  const std::string& directory() const { return directory_; }
+  // "" normally; when another user holds the usual directory's name: what is wrong, where the registry
+  // is instead and how to get the usual place back (the runtime logs it as a warning).
+  const std::string& notice() const { return notice_; }
   bool readOnly() const { return readOnly_; }
   bool created() const { return created_; }
   bool recreated() const { return recreated_; }
@@ -151,6 +158,15 @@ class Registry {
   // the owner has just answered it (its acknowledgement follows, within 1 s) or is stopping.
   bool withdrawRequest(uint32_t slot, uint64_t request);
 
+  // A tool marks itself as waiting for the answer to token, from before it posts the request until it
+  // took the answer's file (requests.hpp: a shared lock on requesterLockByte(token) in the lock file, which
+  // the kernel drops if the tool dies). Errors: Timeout, InvalidArgument (read-only), System.
+  Status holdRequest(uint32_t token);
+  void releaseRequest(uint32_t token);
+  // Removes the request files of this registry (of this process's own slot when ownSlotOnly) that no
+  // live tool waits for: answers nobody took, .tmp files of killed writers. Returns how many. Never blocks.
+  uint32_t removeAbandonedRequestFiles(bool ownSlotOnly) const;
+
   // --- IPC records (registry_ipc.cpp; reference/smi-topology-ipc.md 6.3). Lock-free: each process
   // writes only its own slot, importer and exporter meet through sequentially consistent accesses.
   // Publishes an export of this process. Errors: TableFull, SlotsExhausted, Timeout.
@@ -193,6 +209,8 @@ class Registry {
   uint64_t nextGeneration() { return ipcGeneration_.fetch_add(1, std::memory_order_relaxed) + 1; }
 
   std::string name_;
+  std::string directory_;
+  std::string notice_;
   bool readOnly_ = false;
   bool created_ = false;
   bool recreated_ = false;

@@ -2,6 +2,7 @@
 
 #include "requests.hpp"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -15,10 +16,13 @@
 
 namespace mtia::registry {
 
-bool RequestWatcher::start(Slot& slot, uint32_t slotIndex) {
+bool RequestWatcher::start(Slot& slot, uint32_t slotIndex, const std::string& registryName,
+                           const std::string& userDirectory) {
   stop();
   slot_ = &slot;
   index_ = slotIndex;
+  registry_ = registryName;
+  directory_ = userDirectory;
   stopping_.store(false, std::memory_order_relaxed);
   started_.store(0, std::memory_order_relaxed);
   // The new thread inherits the creator's mask: block everything around the create.
@@ -92,10 +96,26 @@ void RequestWatcher::serve(uint64_t request) {
     if (RequestHandler handler = requestHandler(); handler != nullptr) {
       std::string dir;
       result = RequestResult::Failed;
-      if (requestDirectory(geteuid(), true, dir)) {
-        path = requestFile(dir, index_, token, op);
-        result = handler(op, path.c_str());
-        if (result == RequestResult::Done && ::chmod(path.c_str(), 0600) != 0) result = RequestResult::Failed;
+      if (requestDirectory(directory_, true, dir)) {
+        // Written under a temporary name, created here with mode 0600 before any byte goes in (the
+        // handler truncates and fills it; the mode stays), and renamed when complete: the final name
+        // never shows a partial file, and a killed writer leaves only the .tmp (removeRequestFiles).
+        const std::string temp = requestTempFile(dir, registry_, index_, token, op);
+        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 && ::fchmod(fd, 0600) == 0) {
+          ::close(fd);
+          result = handler(op, temp.c_str());
+          if (result == RequestResult::Done) {
+            path = requestFile(dir, registry_, index_, token, op);
+            if (::rename(temp.c_str(), path.c_str()) != 0) {
+              result = RequestResult::Failed;
+              path.clear();
+            }
+          }
+        } else if (fd >= 0) {
+          ::close(fd);
+        }
+        if (result != RequestResult::Done) ::unlink(temp.c_str());
       }
     }
   }

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace mtia::registry {
 
@@ -28,10 +29,11 @@ class RequestWatcher {
   RequestWatcher(const RequestWatcher&) = delete;
   RequestWatcher& operator=(const RequestWatcher&) = delete;
 
-  // Serves slot (index slotIndex of the registry); false when no thread could be created (requests then
+  // Serves slot (index slotIndex of the registry named registryName in the user's directory
+  // userDirectory); false when no thread could be created (requests then
   // go unanswered and tools time out). Blocks until the new thread runs (microseconds), so that a
   // fork right after it copies no lock held by the thread's start-up.
-  bool start(Slot& slot, uint32_t slotIndex);
+  bool start(Slot& slot, uint32_t slotIndex, const std::string& registryName, const std::string& userDirectory);
   // Ends and joins the thread; the slot's request word is left holding the Stop request.
   void stop();
   // In a forked child: the parent's thread does not exist here; drop it without joining (its stack,
@@ -51,6 +53,8 @@ class RequestWatcher {
   bool running_ = false;
   Slot* slot_ = nullptr;
   uint32_t index_ = 0;
+  std::string registry_;
+  std::string directory_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint32_t> started_{0};  // 1 once the thread runs main(): start() waits for it
 };

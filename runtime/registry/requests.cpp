@@ -1,7 +1,9 @@
 #include "requests.hpp"
 
 #include "machine_name.hpp"
+#include "user_directory.hpp"
 
+#include <dirent.h>
 #include <linux/futex.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -9,7 +11,10 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 namespace mtia::registry {
 namespace {
@@ -22,7 +27,14 @@ void setRequestHandler(RequestHandler handler) { gHandler.store(handler, std::me
 RequestHandler requestHandler() { return gHandler.load(std::memory_order_acquire); }
 
 Status requestDirectory(uid_t uid, bool create, std::string& out) {
-  const std::string dir = std::string(shmDirectory()) + "/mtia_requests.u" + std::to_string(uid);
+  UserDirectory user;
+  if (Status s = userDirectory(uid, create, user); !s) return s;
+  return requestDirectory(user.path, create, out);
+}
+
+Status requestDirectory(const std::string& userDirectory, bool create, std::string& out) {
+  const uid_t uid = geteuid();
+  const std::string dir = userDirectory + "/requests";
   if (create && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::error(Code::System, "cannot create " + dir + ": " + std::strerror(errno));
   struct stat st;
@@ -37,9 +49,42 @@ Status requestDirectory(uid_t uid, bool create, std::string& out) {
   return Status::ok();
 }
 
-std::string requestFile(const std::string& dir, uint32_t slot, uint32_t token, RequestOp op) {
-  return dir + "/slot" + std::to_string(slot) + "." + std::to_string(token) +
+std::string requestFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
+                        RequestOp op) {
+  return dir + "/" + registry + ".slot" + std::to_string(slot) + "." + std::to_string(token) +
          (op == RequestOp::SnapshotJson ? ".json" : ".pickle");
+}
+
+std::string requestTempFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
+                            RequestOp op) {
+  return requestFile(dir, registry, slot, token, op) + ".tmp";
+}
+
+uint32_t removeRequestFiles(const std::string& dir, const std::string& registry, int64_t slot,
+                            const std::function<bool(uint32_t token)>& requesterAlive) {
+  // "<registry>.slot<S>.<token>.<pickle|json>[.tmp]"
+  const std::string prefix = registry + ".slot";
+  std::vector<std::string> doomed;
+  {
+    std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), ::closedir);
+    if (!listing) return 0;
+    while (const dirent* entry = ::readdir(listing.get())) {
+      const std::string name = entry->d_name;
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      const char* rest = name.c_str() + prefix.size();
+      char* end = nullptr;
+      const unsigned long fileSlot = std::strtoul(rest, &end, 10);
+      if (end == rest || *end != '.') continue;
+      rest = end + 1;
+      const unsigned long token = std::strtoul(rest, &end, 10);
+      if (end == rest || *end != '.' || token == 0 || token > UINT32_MAX) continue;
+      if (slot >= 0 && fileSlot != static_cast<unsigned long>(slot)) continue;
+      if (!requesterAlive(static_cast<uint32_t>(token))) doomed.push_back(dir + "/" + name);
+    }
+  }
+  uint32_t removed = 0;
+  for (const std::string& path : doomed) removed += ::unlink(path.c_str()) == 0 ? 1 : 0;
+  return removed;
 }
 
 void wakeRequestWord(std::atomic<uint64_t>& word) {

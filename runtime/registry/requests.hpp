@@ -6,9 +6,15 @@
 // back to 0 and stores result << 32 | token into the slot's ack word, once the
 // previous tool took its answer from there (set it to 0). A tool
 // that gives up sets the word back to 0 itself (withdraws), and the watcher
-// then deletes what it wrote. Files a request produces go to a private
-// directory of the user, named by slot and token, from which the tool moves
-// them.
+// then deletes what it wrote. Files a request produces go to the request
+// directory inside the user's private directory (user_directory.hpp), named
+// by registry, slot and token, from which the tool moves them. The owner
+// writes to "<file>.tmp" (mode 0600) and renames it when complete, so a
+// killed owner leaves only a .tmp. While a tool waits for and takes its
+// answer it holds a shared lock on requesterLockByte(token) in the registry's
+// lock file, dropped by the kernel when the tool dies: a file whose tool
+// holds no such lock is nobody's, and the owner (when it gives its slot up or
+// exits) and mtia-smi cleanup remove it (removeRequestFiles).
 //
 // Thread safety: every function may be called from any thread. Blocking:
 // requestDirectory creates a directory; the rest never block.
@@ -20,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace mtia::registry {
@@ -52,12 +59,27 @@ using RequestHandler = RequestResult (*)(RequestOp op, const char* path);
 void setRequestHandler(RequestHandler handler);
 RequestHandler requestHandler();
 
-// The private directory of uid's request files: <shmDirectory>/mtia_requests.u<uid>, mode 0700. create:
-// make it when missing. Errors: Permission (another owner, a link, group/other bits), NotFound (missing and
-// not created), System.
+// The private directory of uid's request files: <user directory>/requests, mode 0700. create: make it
+// (and the user's directory) when missing. Errors: Permission (another owner, a link, group/other bits),
+// NotFound (missing and not created), System.
 Status requestDirectory(uid_t uid, bool create, std::string& out);
-// "<dir>/slot<slot>.<token>.pickle" (or .json for SnapshotJson).
-std::string requestFile(const std::string& dir, uint32_t slot, uint32_t token, RequestOp op);
+// The same inside userDirectory, the user's directory already found (Registry::directory()).
+Status requestDirectory(const std::string& userDirectory, bool create, std::string& out);
+// "<dir>/<registry>.slot<slot>.<token>.pickle" (or .json for SnapshotJson); registry: the object's name.
+std::string requestFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
+                        RequestOp op);
+// Where the owner writes that file until it is complete: requestFile(...) + ".tmp".
+std::string requestTempFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
+                            RequestOp op);
+
+// The byte of the registry's lock file a tool holds (shared) from before posting the request for token until
+// it took the answer's file. Far above the slot and opener bytes (shared_object.hpp).
+constexpr int64_t requesterLockByte(uint32_t token) { return (int64_t{1} << 32) + token; }
+
+// Removes the files (finished and .tmp) of registry's requests in dir, of slot only when slot >= 0, whose
+// token requesterAlive says no tool waits for any more; returns how many. Never blocks.
+uint32_t removeRequestFiles(const std::string& dir, const std::string& registry, int64_t slot,
+                            const std::function<bool(uint32_t token)>& requesterAlive);
 
 // FUTEX_WAKE (not private: the word is in shared memory) on the low half of a request word.
 void wakeRequestWord(std::atomic<uint64_t>& word);

@@ -2,20 +2,35 @@
 
 #include "machine_name.hpp"
 #include "test_hooks.hpp"
-
-#include <boost/interprocess/permissions.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
+#include "user_directory.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
 namespace mtia::registry {
-namespace bip = boost::interprocess;
+
+Mapping::~Mapping() {
+  if (address_ != nullptr) ::munmap(address_, size_);
+}
+
+Mapping& Mapping::operator=(Mapping&& other) noexcept {
+  if (this != &other) {
+    if (address_ != nullptr) ::munmap(address_, size_);
+    address_ = other.address_;
+    size_ = other.size_;
+    other.address_ = nullptr;
+  }
+  return *this;
+}
+
 namespace {
 
 uint64_t realtimeNs() {
@@ -27,27 +42,44 @@ uint64_t realtimeNs() {
 Code codeForErrno(int err) {
   switch (err) {
     case ENOSPC:
-    case EFBIG:
     case ENOMEM:
       return Code::NoSpace;
     case EACCES:
     case EPERM:
+    case ELOOP:
       return Code::Permission;
     case ENOENT:
       return Code::NotFound;
-    default:
+    default:  // EFBIG (a file size limit) among them: no shortage of memory
       return Code::System;
   }
 }
 
-Status fromException(const std::string& what, const std::string& name, const bip::interprocess_exception& e) {
-  const int err = e.get_native_error();
-  return Status::error(codeForErrno(err), what + " registry " + name + ": " + (err ? std::strerror(err) : e.what()));
+Status fromErrno(const std::string& what, const std::string& path, int err) {
+  return Status::error(codeForErrno(err), what + " " + path + ": " + std::strerror(err));
 }
+
+// The whole file, shared; writable or read-only.
+Status mapFile(int fd, size_t size, bool writable, const std::string& path, Mapping& out) {
+  void* address = ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) return fromErrno("cannot map registry", path, errno);
+  out = Mapping(address, size);
+  return Status::ok();
+}
+
+// Closes a descriptor when the scope ends.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 // Owner and mode say who may have written the bytes; a foreign or group-readable object is refused.
 Status checkOwner(int fd, const std::string& name, struct stat& st) {
   if (fstat(fd, &st) != 0) return Status::error(Code::System, "cannot stat registry " + name + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return Status::error(Code::Permission, "registry " + name + " is not a regular file; refusing it");
   if (st.st_uid != geteuid()) {
     return Status::error(Code::Permission, "registry " + name + " belongs to uid " + std::to_string(st.st_uid) +
                                                ", not to uid " + std::to_string(geteuid()) + "; refusing it");
@@ -90,63 +122,68 @@ Status initMutex(pthread_mutex_t* mutex) {
   return Status::ok();
 }
 
-Status createObject(const ObjectRequest& request, MappedObject& out) {
+Status createObject(const ObjectRequest& request, const std::string& path, MappedObject& out) {
   if (request.slots == 0 || request.slots > kMaxSlots || request.capacity.size() > kMaxDevices)
     return Status::error(Code::InvalidArgument, "registry " + request.name + ": slot or device count out of range");
   const uint64_t bytes = objectBytes(request.slots);
-  try {
-    bip::permissions perms;
-    perms.set_permissions(0600);
-    bip::shared_memory_object shm(bip::create_only, request.name.c_str(), bip::read_write, perms);
-    const int fd = shm.get_mapping_handle().handle;
-    auto undo = [&](Status status) {
-      bip::shared_memory_object::remove(request.name.c_str());
-      return status;
-    };
-    try {
-      shm.truncate(static_cast<bip::offset_t>(bytes));
-    } catch (const bip::interprocess_exception& e) {
-      return undo(fromException("cannot size", request.name, e));
-    }
-    testing::runHook(testing::Point::AfterTruncate);
-    // Reserve the pages now: on a full /dev/shm this fails cleanly instead of a SIGBUS on first touch.
-    if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
-      return undo(Status::error(codeForErrno(rc), "cannot reserve " + std::to_string(bytes) + " bytes for registry " +
-                                                      request.name + " in " + shmDirectory() + ": " + std::strerror(rc)));
-    }
-    bip::mapped_region region(shm, bip::read_write);
-    auto* header = static_cast<Header*>(region.get_address());
-    header->state.store(static_cast<uint32_t>(ObjectState::Initializing), std::memory_order_release);
-    testing::runHook(testing::Point::AfterInitializing);
-    header->layoutVersion = kLayoutVersion;
-    header->headerBytes = kHeaderBytes;
-    header->slotBytes = sizeof(Slot);
-    header->maxDevices = kMaxDevices;
-    header->deviceCount = static_cast<uint32_t>(request.capacity.size());
-    header->maxSlots = request.slots;
-    header->totalBytes = bytes;
-    header->createdNs = realtimeNs();
-    header->creatorPid = static_cast<uint32_t>(getpid());
-    std::snprintf(header->machine, sizeof header->machine, "%s", request.machine.c_str());
-    for (size_t d = 0; d < request.capacity.size(); ++d) header->capacity[d] = request.capacity[d];
-    if (Status s = initMutex(&header->admit); !s) return undo(s);
-    header->magic = kMagic;
-    testing::runHook(testing::Point::BeforeReady);
-    header->state.store(static_cast<uint32_t>(ObjectState::Ready), std::memory_order_release);
-    out.region = std::move(region);
-    out.header = header;
-    out.slots = reinterpret_cast<Slot*>(static_cast<char*>(out.region.get_address()) + kHeaderBytes);
-    out.created = true;
-    return Status::ok();
-  } catch (const bip::interprocess_exception& e) {
-    return fromException("cannot create", request.name, e);
+  Fd file{::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+  if (file.fd < 0) return fromErrno("cannot create registry", path, errno);
+  auto undo = [&](Status status) {
+    ::unlink(path.c_str());
+    return status;
+  };
+  // The umask may have taken bits away; the mode must be exactly what openers check for.
+  if (::fchmod(file.fd, 0600) != 0) return undo(fromErrno("cannot set the mode of registry", path, errno));
+  // A file size limit below the object's size would make ftruncate raise SIGXFSZ, which kills the
+  // process unless it ignores the signal: say so instead, before trying.
+  if (rlimit limit; ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < bytes) {
+    return undo(Status::error(Code::System, "cannot size registry file " + path + " to " + std::to_string(bytes) +
+                                                " bytes: the process's file size limit (RLIMIT_FSIZE, ulimit -f) is " +
+                                                std::to_string(limit.rlim_cur) + " bytes"));
   }
+  if (::ftruncate(file.fd, static_cast<off_t>(bytes)) != 0) {
+    const int err = errno;
+    return undo(Status::error(codeForErrno(err), "cannot size registry file " + path + " to " + std::to_string(bytes) +
+                                                     " bytes: ftruncate failed: " + std::strerror(err) +
+                                                     (err == EFBIG ? " (the file size limit, RLIMIT_FSIZE)" : "")));
+  }
+  testing::runHook(testing::Point::AfterTruncate);
+  // Reserve the pages now: on a full /dev/shm this fails cleanly instead of a SIGBUS on first touch.
+  if (const int rc = posix_fallocate(file.fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    return undo(Status::error(codeForErrno(rc), "cannot reserve " + std::to_string(bytes) + " bytes for registry file " +
+                                                    path + ": posix_fallocate failed: " + std::strerror(rc)));
+  }
+  Mapping region;
+  if (Status s = mapFile(file.fd, bytes, true, path, region); !s) return undo(s);
+  auto* header = static_cast<Header*>(region.get_address());
+  header->state.store(static_cast<uint32_t>(ObjectState::Initializing), std::memory_order_release);
+  testing::runHook(testing::Point::AfterInitializing);
+  header->layoutVersion = kLayoutVersion;
+  header->headerBytes = kHeaderBytes;
+  header->slotBytes = sizeof(Slot);
+  header->maxDevices = kMaxDevices;
+  header->deviceCount = static_cast<uint32_t>(request.capacity.size());
+  header->maxSlots = request.slots;
+  header->totalBytes = bytes;
+  header->createdNs = realtimeNs();
+  header->creatorPid = static_cast<uint32_t>(getpid());
+  std::snprintf(header->machine, sizeof header->machine, "%s", request.machine.c_str());
+  for (size_t d = 0; d < request.capacity.size(); ++d) header->capacity[d] = request.capacity[d];
+  if (Status s = initMutex(&header->admit); !s) return undo(s);
+  header->magic = kMagic;
+  testing::runHook(testing::Point::BeforeReady);
+  header->state.store(static_cast<uint32_t>(ObjectState::Ready), std::memory_order_release);
+  out.region = std::move(region);
+  out.header = header;
+  out.slots = reinterpret_cast<Slot*>(static_cast<char*>(out.region.get_address()) + kHeaderBytes);
+  out.created = true;
+  return Status::ok();
 }
 
 // Locks byte 0 of a lock file that is still the one at its path: a cleanup may have unlinked the
 // file we opened, and two processes locking two different inodes would exclude nobody.
 Status lockCurrentFile(const ObjectRequest& request, LockFile& lock) {
-  const std::string path = lockPath(request.name);
+  const std::string path = lockPath(request.directory, request.name);
   for (int attempt = 0; attempt < 8; ++attempt) {
     if (Status s = lock.open(path, request.create, request.writable); !s) return s;
     if (Status s = lock.lockUntil(creationLockByte(), request.create, request.lockTimeout); !s) return s;
@@ -160,7 +197,19 @@ Status lockCurrentFile(const ObjectRequest& request, LockFile& lock) {
 
 }  // namespace
 
-Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& out) {
+Status openObject(const ObjectRequest& given, LockFile& lock, MappedObject& out) {
+  ObjectRequest request = given;
+  if (request.directory.empty()) {
+    UserDirectory dir;
+    if (Status s = userDirectory(geteuid(), request.create, dir); !s) {
+      if (s.code == Code::NotFound) return Status::error(Code::NotFound, "registry " + request.name + " does not exist (" + s.message + ")");
+      return s;
+    }
+    request.directory = dir.path;
+    out.notice = dir.notice;
+  }
+  out.directory = request.directory;
+  const std::string path = objectPath(request.directory, request.name);
   if (Status s = lockCurrentFile(request, lock); !s) return s;
   struct Unlock {
     LockFile& lock;
@@ -168,19 +217,19 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
   } unlockAtEnd{lock};
 
   const bool writable = request.create || request.writable;
-  const bip::mode_t mode = writable ? bip::read_write : bip::read_only;
   // Taken while the creation lock keeps removeIfUnused out; dropped by the kernel with the process.
   auto holdOpen = [&]() -> Status {
     if (!writable) return Status::ok();
     return lock.lockUntil(openerLockByte(), false, request.lockTimeout);
   };
-  try {
-    bip::shared_memory_object shm(bip::open_only, request.name.c_str(), mode);
+  Fd file{::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC)};
+  if (file.fd >= 0) {
     struct stat st;
-    if (Status s = checkOwner(shm.get_mapping_handle().handle, request.name, st); !s) return s;
+    if (Status s = checkOwner(file.fd, request.name, st); !s) return s;
     std::string why = "size " + std::to_string(st.st_size) + " is too small";
     if (static_cast<uint64_t>(st.st_size) >= kHeaderBytes) {
-      bip::mapped_region region(shm, mode);
+      Mapping region;
+      if (Status s = mapFile(file.fd, static_cast<size_t>(st.st_size), writable, path, region); !s) return s;
       auto* header = static_cast<Header*>(region.get_address());
       why = invalidReason(*header, static_cast<uint64_t>(st.st_size), request);
       if (why.empty()) {
@@ -192,20 +241,27 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
     }
     if (!request.create) return Status::error(Code::Unavailable, "registry " + request.name + " is not usable: " + why);
     // We hold the creation lock, so no creator is still working on it: it is garbage of ours.
-    bip::shared_memory_object::remove(request.name.c_str());
+    ::unlink(path.c_str());
     out.recreated = true;
-  } catch (const bip::interprocess_exception& e) {
-    if (e.get_error_code() != bip::not_found_error) return fromException("cannot open", request.name, e);
+  } else {
+    const int err = errno;
+    if (err != ENOENT) return fromErrno("cannot open registry", path, err);
     if (!request.create) return Status::error(Code::NotFound, "registry " + request.name + " does not exist");
   }
-  if (Status s = createObject(request, out); !s) return s;
+  if (Status s = createObject(request, path, out); !s) return s;
   return holdOpen();
 }
 
-Status removeIfUnused(const std::string& name) {
+Status removeIfUnused(const std::string& name, const std::string& directory) {
   ObjectRequest request;
   request.name = name;
   request.create = true;  // exclusive creation lock: nobody opens while we remove
+  request.directory = directory;
+  if (request.directory.empty()) {
+    UserDirectory dir;
+    if (Status s = userDirectory(geteuid(), false, dir); !s) return s;
+    request.directory = dir.path;
+  }
   LockFile lock;
   if (Status s = lockCurrentFile(request, lock); !s) return s;
   struct flock any;
@@ -218,15 +274,12 @@ Status removeIfUnused(const std::string& name) {
     return Status::error(Code::Busy, "registry " + name + " still has live processes");
   if (lock.lockedByOther(openerLockByte()))
     return Status::error(Code::Busy, "registry " + name + " is open in a live process");
-  try {
-    bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_only);
-    struct stat st;
-    if (fstat(shm.get_mapping_handle().handle, &st) == 0 && st.st_uid != geteuid())
-      return Status::error(Code::Permission, "registry " + name + " belongs to another user");
-  } catch (const bip::interprocess_exception&) {
-  }
-  bip::shared_memory_object::remove(name.c_str());
-  ::unlink(lockPath(name).c_str());
+  const std::string path = objectPath(request.directory, name);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && st.st_uid != geteuid())
+    return Status::error(Code::Permission, "registry " + name + " belongs to another user");
+  ::unlink(path.c_str());
+  ::unlink(lockPath(request.directory, name).c_str());
   return Status::ok();
 }
 

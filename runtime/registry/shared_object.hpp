@@ -1,6 +1,7 @@
 // The registry object itself: the create/open protocol of
-// reference/smi-topology-ipc.md section 4.6. Boost.Interprocess only names,
-// sizes and maps it. Every open runs under the lock file's creation byte, so
+// reference/smi-topology-ipc.md section 4.6. The object is a file of the
+// user's private directory (user_directory.hpp) in /dev/shm, opened without
+// following links and mapped shared. Every open runs under the lock file's creation byte, so
 // a creator that died half-way leaves a lock the kernel already dropped and an
 // object whose state is not Ready: the next opener removes and recreates it
 // (read-write) or reports it unavailable (read-only); nobody ever spins on it.
@@ -10,17 +11,35 @@
 #include "lock_file.hpp"
 #include "status.hpp"
 
-#include <boost/interprocess/mapped_region.hpp>
-
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace mtia::registry {
 
+// A shared mapping of a whole file, unmapped when destroyed.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(void* address, size_t size) : address_(address), size_(size) {}
+  ~Mapping();
+  Mapping(Mapping&& other) noexcept : address_(other.address_), size_(other.size_) { other.address_ = nullptr; }
+  Mapping& operator=(Mapping&& other) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  void* get_address() const { return address_; }
+  size_t get_size() const { return size_; }
+
+ private:
+  void* address_ = nullptr;
+  size_t size_ = 0;
+};
+
 struct ObjectRequest {
-  std::string name;                // shared-memory object name
+  std::string name;                // the object's file name in the user's directory (machine_name.hpp)
+  std::string directory;           // that directory; "" makes openObject find (create: or make) it
   bool create = true;              // false: never create (read-only unless writable)
   bool writable = false;           // with create false: map read-write (a tool posting a request)
   uint32_t slots = kDefaultSlots;  // for a new object
@@ -30,7 +49,9 @@ struct ObjectRequest {
 };
 
 struct MappedObject {
-  boost::interprocess::mapped_region region;
+  Mapping region;
+  std::string directory;  // the user's directory the object lies in
+  std::string notice;     // why a fall-back directory is used ("" when the usual one is)
   Header* header = nullptr;
   Slot* slots = nullptr;
   bool created = false;   // this call created it
@@ -42,8 +63,11 @@ struct MappedObject {
 // that a live process has mapped, even one that has not claimed a slot yet. Far above the slot bytes.
 constexpr off_t openerLockByte() { return off_t{1} << 24; }
 
-// Opens lock on lockPath(request.name) (creating it when request.create) and keeps it open: the
-// caller's slot locks live on it.
+// Opens lock on lockPath(directory, request.name) (creating it when request.create) and keeps it
+// open: the caller's slot locks live on it. Errors: Permission (a file of another owner, a link, group
+// or other permission bits), NotFound (create false and no object), NoSpace (/dev/shm is full), System
+// (the message names the file and the failed call, e.g. a file size limit below the object's size),
+// Unavailable, Timeout, InvalidArgument.
 Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& out);
 
 // Removes the object and its lock file when no slot has a live owner and no live process holds it open
@@ -51,6 +75,7 @@ Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& ou
 // opener waiting for that lock finds the file replaced and creates a new object. Errors: Code::Busy
 // (a live process uses it; nothing removed), Code::Timeout (the creation lock stayed busy),
 // Code::Permission (a foreign object).
-Status removeIfUnused(const std::string& name);
+// directory: "" for the calling user's own (found, never made).
+Status removeIfUnused(const std::string& name, const std::string& directory = "");
 
 }  // namespace mtia::registry

@@ -93,7 +93,14 @@ ConfigResult parseConfig(const EnvLookup& lookup) {
       }
     }
   }
-  if (std::optional<std::string> machine = lookup("MTIA_SIM_MACHINE")) config.machine = *machine;
+  if (std::optional<std::string> machine = lookup("MTIA_SIM_MACHINE")) {
+    if (machine->size() > kMaxMachineNameBytes) {
+      result.error = fmt::format("MTIA_SIM_MACHINE is too long: {} bytes, at most {} bytes", machine->size(),
+                                 kMaxMachineNameBytes);
+      return result;
+    }
+    config.machine = *machine;
+  }
   result.config = std::move(config);
   return result;
 }

@@ -5,6 +5,7 @@
 
 #include "faults.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,6 +31,9 @@ inline constexpr uint64_t kMinMemory = kMiB;
 // Each device reserves four times its memory as address space; 4 TiB keeps a full machine of
 // devices inside the 128 TiB a process can address.
 inline constexpr uint64_t kMaxMemory = 4 * kTiB;
+// The longest MTIA_SIM_MACHINE, in bytes: what mtiaSimMachineSpec::machine holds (sim_driver.h) less its
+// terminating NUL. The runtime and mtia-smi both check it here, so they accept the same names.
+inline constexpr size_t kMaxMachineNameBytes = 255;
 
 struct Config {
   int32_t devices = 2;

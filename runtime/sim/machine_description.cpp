@@ -37,10 +37,8 @@ extern "C" mtiaError_t mtiaSimMachineFromEnvironment(mtiaSimMachineSpec* spec, c
       return mtiaErrorInvalidValue;
     }
     const mtia::sim::Config& config = *result.config;
-    if (config.machine.size() >= sizeof spec->machine) {
-      writeError(error, errorSize, "MTIA_SIM_MACHINE is too long: at most 255 bytes");
-      return mtiaErrorInvalidValue;
-    }
+    // parseConfig bounds the name (kMaxMachineNameBytes) for the runtime and for mtia-smi alike.
+    static_assert(mtia::sim::kMaxMachineNameBytes < sizeof spec->machine);
     *spec = mtiaSimMachineSpec{};
     spec->devices = config.devices;
     spec->engines = config.engines;

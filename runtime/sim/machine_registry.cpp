@@ -2,6 +2,8 @@
 
 #include "error.hpp"
 
+#include <cstdio>
+
 namespace mtia::sim {
 namespace {
 
@@ -36,6 +38,9 @@ mtiaError_t MachineRegistry::open(registry::Registry*& out) {
   if (!registry_) {
     const registry::Status status = registry::Registry::open(spec_, {}, registry_);
     if (!status) return fail(translate(status), "device registry: " + status.message);
+    // Another user took the registry directory's usual name: it works, but the user should know why
+    // the registry lies elsewhere and how to get the usual place back.
+    if (!registry_->notice().empty()) std::fprintf(stderr, "mtia: warning: device registry: %s\n", registry_->notice().c_str());
     ready_.store(registry_.get(), std::memory_order_release);
   }
   out = registry_.get();

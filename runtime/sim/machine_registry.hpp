@@ -44,7 +44,9 @@ class MachineRegistry {
   mtiaError_t used(int32_t device, uint64_t& bytes);
   // The registry, opened on first use. Errors: mtiaErrorNotPermitted (the object or its lock file
   // belongs to another user or is not mode 0600), mtiaErrorMemoryAllocation (/dev/shm is full),
-  // mtiaErrorInitializationError (anything else); the message names the object.
+  // mtiaErrorInitializationError (anything else, e.g. a file size limit below the registry's size);
+  // the message names the file and the cause. When another user holds the usual name of the user's
+  // registry directory, a fall-back is used and a warning saying so goes to stderr once.
   mtiaError_t open(registry::Registry*& out);
 
  private:

@@ -4,6 +4,8 @@
 // devices); every runtime lives in a forked child.
 #include "ipc_test_util.hpp"
 
+#include "runtime/registry/user_directory.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -411,11 +413,16 @@ TEST(IpcMemory, AnotherUsersHandleIsRefused) {
   // The other user's registry of this machine, which its child created.
   const char* machine = getenv("MTIA_SIM_MACHINE");
   if (machine != nullptr) {
-    for (const std::string& name : registry::listMachines(65534))
-      if (name.find(std::string(".") + machine + ".") != std::string::npos) {
-        unlink(("/dev/shm/" + name).c_str());
-        unlink(("/dev/shm/" + name + ".lock").c_str());
-      }
+    registry::UserDirectory dir;
+    if (registry::userDirectory(65534, false, dir)) {
+      for (const std::string& name : registry::listMachines(65534))
+        if (name.find(std::string(".") + machine + ".") != std::string::npos) {
+          unlink(registry::objectPath(dir.path, name).c_str());
+          unlink(registry::lockPath(dir.path, name).c_str());
+        }
+      rmdir((dir.path + "/requests").c_str());
+      rmdir(dir.path.c_str());  // only when nothing else of that user is left in it
+    }
   }
 }
 

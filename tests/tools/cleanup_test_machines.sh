@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite's last test: every test runs on a machine of its own (test-NAME; the registry's unit
-# tests use regtest-...), each leaving a registry object and lock file in /dev/shm. This removes those
+# tests use regtest-...), each leaving a registry object and lock file in /dev/shm/mtia.u<uid>. This removes those
 # of this user that no live process has open (mtia-smi cleanup --all-machines: never one in use), and
 # checks that what it reported removed is gone.
 # Usage: cleanup_test_machines.sh MTIA_SMI
@@ -20,8 +20,9 @@ for m in r["registries"]:
     assert name.startswith(sys.argv[2]), m  # nothing outside the prefix is touched
     if m["removed"]:
         removed += 1
-        assert not os.path.exists("/dev/shm/" + m["registry"]), m
-        assert not os.path.exists("/dev/shm/" + m["registry"] + ".lock"), m
+        home = f"/dev/shm/mtia.u{os.geteuid()}/"
+        assert not os.path.exists(home + m["registry"]), m
+        assert not os.path.exists(home + m["registry"] + ".lock"), m
 print(f"{sys.argv[2]}*: {removed} registries removed, {len(r['registries']) - removed} in use kept")
 PY
 done

@@ -31,9 +31,10 @@ expect 2 "--all-machines goes with" --all-machines -q
 expect 2 "--all-machines goes with" --all-machines topo -m
 MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L
 # --all-machines skips (and reports on stderr) an object that only looks like one of ours: here one
-# planted under our name by another user (/dev/shm is world-writable). Needs root to plant it.
-if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null; then
-  planted=/dev/shm/mtia_registry.v$layout.u0.test-planted-by-nobody.$$
+# of another owner in our registry directory (only root can put one there). Needs root to plant it.
+[[ $(id -u) != 0 || -e /dev/shm/mtia.u0 || -L /dev/shm/mtia.u0 ]] || mkdir -m 0700 /dev/shm/mtia.u0
+if [[ $(id -u) == 0 ]] && getent passwd nobody >/dev/null && [[ -d /dev/shm/mtia.u0 && ! -L /dev/shm/mtia.u0 ]]; then
+  planted=/dev/shm/mtia.u0/mtia_registry.v$layout.u0.test-planted-by-nobody.$$
   leftovers+=("$planted" "$planted.lock")
   install -m 600 /dev/null "$planted.lock"
   install -o nobody -m 600 /dev/null "$planted"

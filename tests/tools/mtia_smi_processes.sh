@@ -108,10 +108,10 @@ grep -q "No running processes found" "$work/after_table.txt" || fail "table stil
 
 # The registry the two processes shared, spoiled: a mode other than 0600 is refused (exit 4), an object
 # that is not a registry is "registry unavailable" (exit 9); either way a message and no data.
-objects=(/dev/shm/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
+objects=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
 obj=
 for o in "${objects[@]}"; do [[ $o == *.lock ]] || obj=$o; done
-[[ -n $obj && -f $obj ]] || fail "no registry object for $MTIA_SIM_MACHINE in /dev/shm"
+[[ -n $obj && -f $obj ]] || fail "no registry object for $MTIA_SIM_MACHINE in /dev/shm/mtia.u$(id -u)"
 expect_failure() { # expect_failure CODE TEXT
   local got=0
   "$smi" -L >"$work/bad.out" 2>"$work/bad.err" || got=$?

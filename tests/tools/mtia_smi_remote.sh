@@ -4,7 +4,8 @@
 # segments the holder allocated; the error exits of mem snapshot (6 no such process, 4 another user's,
 # 255 no answer in time, after which the withdrawn request leaves no file, 2 bad arguments); cleanup
 # keeps a registry in use, then reaps the dead holders' slots and removes the registry once nobody
-# uses it.
+# uses it; a file size limit below the registry's size is reported as such; MTIA_SIM_MACHINE's limit is
+# the same for the runtime and mtia-smi.
 # Usage: mtia_smi_remote.sh MTIA_SMI SMI_HOLDER MTIA_MEM
 set -euo pipefail
 smi=$1
@@ -15,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/smi_test_lib.sh"
 # How many snapshot files in this user's request directory are newer than $1. The unit tests' short-lived
 # "hello" files there do not count, and a file removed while find looks at it is no error.
 request_files_newer() {
-  { find /dev/shm/mtia_requests.u"$(id -u)" -ignore_readdir_race -name "slot*" -newer "$1" \
+  { find /dev/shm/mtia.u"$(id -u)"/requests -ignore_readdir_race -name "*.slot*" -newer "$1" \
     -exec sh -c 'head -c 5 "$1" 2>/dev/null | grep -qv "^hello"' _ {} \; -print 2>/dev/null || true; } | wc -l
 }
 
@@ -32,6 +33,26 @@ start_holder() { # start_holder NAME args...: sets $started to its pid once it p
   done
   [[ "$(cat "$work/$name.out")" == ready ]] || fail "smi_holder $* never got ready"
 }
+
+# --- A file size limit (ulimit -f) below the registry's size: said as such, with the file, not as device
+# memory exhausted, and no SIGXFSZ (whose default action would kill the program). ---
+fsize_machine=test-mtia_smi_remote-fsize-$$
+got=0
+(ulimit -f 64; MTIA_SIM_MACHINE=$fsize_machine exec "$holder" 1 0) >/dev/null 2>"$work/fsize.err" || got=$?
+leftovers+=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$fsize_machine".*)
+[[ $got == 1 ]] || fail "smi_holder under ulimit -f 64: exit $got, expected 1 ($(cat "$work/fsize.err"))"
+grep -qF "cannot size registry file /dev/shm/mtia.u$(id -u)/" "$work/fsize.err" || fail "fsize: $(cat "$work/fsize.err")"
+grep -qF "RLIMIT_FSIZE" "$work/fsize.err" || fail "fsize: the limit is not named: $(cat "$work/fsize.err")"
+! grep -qi "out of memory" "$work/fsize.err" || fail "fsize: reported as out of memory: $(cat "$work/fsize.err")"
+
+# --- MTIA_SIM_MACHINE: the runtime and mtia-smi accept the same names (at most 255 bytes). ---
+long=$(printf 'm%.0s' $(seq 256))
+got=0
+MTIA_SIM_MACHINE=$long timeout 20 "$holder" 1 0 >/dev/null 2>"$work/long.err" || got=$?  # before: it ran
+[[ $got == 1 ]] || fail "smi_holder with a 256-byte MTIA_SIM_MACHINE: exit $got ($(cat "$work/long.err"))"
+grep -qF "MTIA_SIM_MACHINE is too long: 256 bytes, at most 255 bytes" "$work/long.err" || fail "long: $(cat "$work/long.err")"
+MTIA_SIM_MACHINE=$long expect 2 "MTIA_SIM_MACHINE is too long: 256 bytes, at most 255 bytes" -L
+MTIA_SIM_MACHINE=${long:1} run long.txt -L
 
 # --- Utilisation: idle device 0, busy device 1. ---
 start_holder idle 16 0
@@ -134,7 +155,7 @@ done
 expect 2 "cannot be written" mem snapshot -p "$hist" -o "$work/no/such/dir/x.pickle"
 
 # --- cleanup: a registry in use is kept; dead slots are reaped; an unused registry goes. ---
-objects=(/dev/shm/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
+objects=(/dev/shm/mtia.u"$(id -u)"/mtia_registry.v*.u"$(id -u)"."$MTIA_SIM_MACHINE".*)
 [[ ${#objects[@]} == 2 ]] || fail "expected the registry and its lock file: ${objects[*]}"
 run clean1.txt cleanup
 grep -q "reaped 1 dead process slot(s); kept" "$work/clean1.txt" || fail "clean1.txt: $(cat "$work/clean1.txt")"

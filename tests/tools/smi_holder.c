@@ -3,16 +3,24 @@
  * known figures and can watch it vanish after SIGKILL. MODE words:
  *   history  records memory history (mtiaHistoryAll) before allocating, so a snapshot has traces;
  *   busy     keeps the device busy instead of sleeping: fills 1 MiB of it in a loop (utilisation);
- *   split    allocates the MIB as two blocks (MIB/2 and the rest) rather than one. */
+ *   split    allocates the MIB as two blocks (MIB/2 and the rest) rather than one.
+ * SIGTERM (when not busy) ends it with exit(0), so its atexit handlers run, as at a program's own end. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <mtia/mtia.h>
 #include <mtia/mtia_memory_history.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t gStop = 0;
+static void onTerm(int sig) {
+  (void)sig;
+  gStop = 1;
+}
 
 static void die(const char* what) {
   fprintf(stderr, "smi_holder: %s: %s\n", what, mtiaGetLastErrorMessage());
@@ -58,5 +66,11 @@ int main(int argc, char** argv) {
       if (mtiaDeviceSynchronize() != mtiaSuccess) die("mtiaDeviceSynchronize");
     }
   }
-  for (;;) pause();
+  struct sigaction term;
+  memset(&term, 0, sizeof term);
+  term.sa_handler = onTerm;
+  sigemptyset(&term.sa_mask);
+  sigaction(SIGTERM, &term, NULL);
+  while (!gStop) pause();
+  return 0;
 }

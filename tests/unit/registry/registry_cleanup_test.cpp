@@ -3,7 +3,9 @@
 // registering while cleanups run in a loop), reap dead slots, and remove what
 // nobody uses; the request watcher serves a tool's request through the
 // request word (in a forked child that registered anew too), answers
-// NotSupported without a handler, and is joined when the slot is given up.
+// NotSupported without a handler, and is joined when the slot is given up;
+// request files are mode 0600, written under a temporary name, and nothing of
+// a request whose tool or owner was killed outlives the owner or a cleanup.
 #include "registry_test_util.hpp"
 
 #include "runtime/registry/cleanup.hpp"
@@ -14,19 +16,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace mtia::registry::test {
 namespace {
 
 bool objectExists(const MachineSpec& spec) {
   const std::string name = spec.objectName(geteuid());
-  return access((std::string(shmDirectory()) + "/" + name).c_str(), F_OK) == 0 && access(lockPath(name).c_str(), F_OK) == 0;
+  return access(objectPath(name).c_str(), F_OK) == 0 && access(lockPath(name).c_str(), F_OK) == 0;
 }
 
 TEST(RegistryCleanup, RemovesOnlyWhatNobodyUses) {
@@ -228,7 +234,7 @@ TEST(RegistryRequests, WatcherServesInThisProcessAndInAForkedChild) {
   ASSERT_EQ(ack, makeAck(RequestResult::Done, 8));
   std::string dir;
   ASSERT_TRUE(requestDirectory(geteuid(), false, dir));
-  const std::string file = requestFile(dir, mine, 8, RequestOp::SnapshotJson);
+  const std::string file = requestFile(dir, name, mine, 8, RequestOp::SnapshotJson);
   EXPECT_EQ(readFile(file), "hello 2 from " + std::to_string(getpid()) + "\n");
   struct stat st;
   ASSERT_EQ(stat(file.c_str(), &st), 0);
@@ -256,7 +262,7 @@ TEST(RegistryRequests, WatcherServesInThisProcessAndInAForkedChild) {
   ASSERT_NE(static_cast<uint32_t>(childSlot), mine);
   ack = ask(*tool, static_cast<uint32_t>(childSlot), RequestOp::SnapshotPickle, 9);
   ASSERT_EQ(ack, makeAck(RequestResult::Done, 9));
-  const std::string childFile = requestFile(dir, static_cast<uint32_t>(childSlot), 9, RequestOp::SnapshotPickle);
+  const std::string childFile = requestFile(dir, name, static_cast<uint32_t>(childSlot), 9, RequestOp::SnapshotPickle);
   EXPECT_EQ(readFile(childFile), "hello 1 from " + std::to_string(child) + "\n");
   unlink(childFile.c_str());
   done.open();
@@ -300,7 +306,7 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   EXPECT_TRUE(tool->withdrawRequest(mine, first));
   EXPECT_FALSE(tool->withdrawRequest(mine, first));  // once
   gHold = false;
-  const std::string dropped = requestFile(dir, mine, 21, RequestOp::SnapshotPickle);
+  const std::string dropped = requestFile(dir, name, mine, 21, RequestOp::SnapshotPickle);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while ((gLeft.load() == 0 || fileExists(dropped)) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -312,7 +318,7 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   const uint64_t served = makeRequest(RequestOp::SnapshotJson, 22);
   EXPECT_EQ(ask(*tool, mine, RequestOp::SnapshotJson, 22), makeAck(RequestResult::Done, 22));
   EXPECT_FALSE(tool->withdrawRequest(mine, served));
-  const std::string kept = requestFile(dir, mine, 22, RequestOp::SnapshotJson);
+  const std::string kept = requestFile(dir, name, mine, 22, RequestOp::SnapshotJson);
   EXPECT_TRUE(fileExists(kept));
   unlink(kept.c_str());
 
@@ -324,7 +330,7 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   EXPECT_EQ(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 24)).code, Code::Busy);
   gHold = false;
   EXPECT_EQ(awaitAck(*tool, mine, 23), makeAck(RequestResult::Done, 23));
-  const std::string firstServed = requestFile(dir, mine, 23, RequestOp::SnapshotPickle);
+  const std::string firstServed = requestFile(dir, name, mine, 23, RequestOp::SnapshotPickle);
   EXPECT_TRUE(fileExists(firstServed));
   unlink(firstServed.c_str());
 
@@ -339,8 +345,8 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   ASSERT_TRUE(tool->postRequest(mine, makeRequest(RequestOp::SnapshotPickle, 26)));
   gHold = false;
   EXPECT_EQ(awaitAck(*tool, mine, 26), makeAck(RequestResult::Done, 26));
-  EXPECT_FALSE(fileExists(requestFile(dir, mine, 25, RequestOp::SnapshotJson)));
-  const std::string next = requestFile(dir, mine, 26, RequestOp::SnapshotPickle);
+  EXPECT_FALSE(fileExists(requestFile(dir, name, mine, 25, RequestOp::SnapshotJson)));
+  const std::string next = requestFile(dir, name, mine, 26, RequestOp::SnapshotPickle);
   EXPECT_TRUE(fileExists(next));
   unlink(next.c_str());
 
@@ -357,8 +363,8 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   EXPECT_EQ(tool->acknowledged(mine), makeAck(RequestResult::Done, 27));  // not yet taken: still there
   tool->takeAcknowledgement(mine, makeAck(RequestResult::Done, 27));
   EXPECT_EQ(awaitAck(*tool, mine, 28), makeAck(RequestResult::Done, 28));
-  for (const std::string& f : {requestFile(dir, mine, 27, RequestOp::SnapshotPickle),
-                               requestFile(dir, mine, 28, RequestOp::SnapshotJson)}) {
+  for (const std::string& f : {requestFile(dir, name, mine, 27, RequestOp::SnapshotPickle),
+                               requestFile(dir, name, mine, 28, RequestOp::SnapshotJson)}) {
     EXPECT_TRUE(fileExists(f)) << f;
     unlink(f.c_str());
   }
@@ -366,6 +372,183 @@ TEST(RegistryRequests, OneRequestAtATimeAndWithdrawnOnesLeaveNoFile) {
   owner.reset();
   tool.reset();
   EXPECT_TRUE(removeIfUnused(name));
+}
+
+// The names in the request directory that belong to registry name.
+std::vector<std::string> requestFilesOf(const std::string& dir, const std::string& name) {
+  std::vector<std::string> found;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d))
+      if (std::string(e->d_name).compare(0, name.size() + 1, name + ".") == 0) found.push_back(e->d_name);
+    closedir(d);
+  }
+  return found;
+}
+
+// Waits (10 s at most) until path exists.
+bool awaitFile(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!fileExists(path)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+uint32_t modeOf(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<uint32_t>(st.st_mode & 07777) : 0;
+}
+
+// A tool in a forked child: holds token, posts it and waits to be killed, never taking the answer.
+pid_t toolThatDies(const std::string& name, uint32_t slot, RequestOp op, uint32_t token, Gate& posted) {
+  return forkChild([&, slot, op, token] {
+    std::unique_ptr<Registry> tool;
+    if (!Registry::openExisting(name, tool) || !tool->holdRequest(token)) return 1;
+    if (!tool->postRequest(slot, makeRequest(op, token))) return 2;
+    posted.open();
+    pause();
+    return 0;
+  });
+}
+
+TEST(RegistryRequests, AnswerOfAKilledToolGoesWhenTheOwnerLeaves) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  setRequestHandler(&writeHello);
+  struct Reset {
+    ~Reset() { setRequestHandler(nullptr); }
+  } reset;
+  auto owner = openOrFail(spec);
+  ASSERT_TRUE(owner->attach());
+  const uint32_t mine = static_cast<uint32_t>(owner->slot());
+  std::string dir;
+  ASSERT_TRUE(requestDirectory(geteuid(), true, dir));
+  Gate posted;
+  const pid_t tool = toolThatDies(name, mine, RequestOp::SnapshotPickle, 41, posted);
+  KillOnExit guard{tool};
+  ASSERT_TRUE(posted.wait());
+  const std::string answer = requestFile(dir, name, mine, 41, RequestOp::SnapshotPickle);
+  ASSERT_TRUE(awaitFile(answer));
+  EXPECT_EQ(modeOf(answer), 0600u);
+  killChild(tool);
+  // A live tool's answer stays until it takes it, whoever leaves or cleans up meanwhile.
+  std::unique_ptr<Registry> waiting;
+  ASSERT_TRUE(Registry::openExisting(name, waiting));
+  ASSERT_TRUE(waiting->holdRequest(42));
+  ASSERT_TRUE(waiting->postRequest(mine, makeRequest(RequestOp::SnapshotJson, 42)));
+  EXPECT_EQ(awaitAck(*waiting, mine, 42), makeAck(RequestResult::Done, 42));
+  const std::string kept = requestFile(dir, name, mine, 42, RequestOp::SnapshotJson);
+  owner.reset();  // the owner gives its slot up: what nobody waits for goes
+  EXPECT_FALSE(fileExists(answer));
+  EXPECT_TRUE(fileExists(kept));
+  waiting->releaseRequest(42);
+  waiting.reset();
+  CleanupReport report;
+  EXPECT_TRUE(cleanupMachine(name, report));
+  EXPECT_TRUE(report.removed);
+  EXPECT_TRUE(requestFilesOf(dir, name).empty());
+}
+
+Registry* gKeptAtExit = nullptr;
+
+TEST(RegistryRequests, AnswerOfAKilledToolGoesAtTheOwnersExit) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  setRequestHandler(&writeHello);
+  struct Reset {
+    ~Reset() { setRequestHandler(nullptr); }
+  } reset;
+  std::string dir;
+  ASSERT_TRUE(requestDirectory(geteuid(), true, dir));
+  // The owner exits (exit(), not a destructor: the runtime never destroys its registry) after the
+  // tool that asked it was killed.
+  Gate registered, answered;
+  int slotPipe[2];
+  ASSERT_EQ(pipe(slotPipe), 0);
+  const pid_t owner = forkChild([&] {
+    std::unique_ptr<Registry> registry;
+    if (!Registry::open(spec, {}, registry) || !registry->attach()) return 1;
+    const int32_t slot = registry->slot();
+    if (write(slotPipe[1], &slot, sizeof slot) != sizeof slot) return 2;
+    registered.open();
+    if (!answered.wait()) return 3;
+    gKeptAtExit = registry.release();  // never destroyed, as the runtime's is (reachable: no leak report)
+    std::exit(0);
+  });
+  KillOnExit ownerGuard{owner};
+  ASSERT_TRUE(registered.wait());
+  int32_t slot = -1;
+  ASSERT_EQ(read(slotPipe[0], &slot, sizeof slot), static_cast<ssize_t>(sizeof slot));
+  close(slotPipe[0]);
+  close(slotPipe[1]);
+  Gate posted;
+  const pid_t tool = toolThatDies(name, static_cast<uint32_t>(slot), RequestOp::SnapshotJson, 43, posted);
+  KillOnExit toolGuard{tool};
+  ASSERT_TRUE(posted.wait());
+  const std::string answer = requestFile(dir, name, static_cast<uint32_t>(slot), 43, RequestOp::SnapshotJson);
+  ASSERT_TRUE(awaitFile(answer));
+  killChild(tool);
+  answered.open();
+  EXPECT_EQ(waitChild(owner), 0);
+  EXPECT_FALSE(fileExists(answer));
+  CleanupReport report;
+  EXPECT_TRUE(cleanupMachine(name, report));
+  EXPECT_TRUE(requestFilesOf(dir, name).empty());
+}
+
+// A handler that writes half a file and then never returns (its process is killed while writing).
+std::atomic<bool> gHalfWritten{false};
+RequestResult writeHalfAndHang(RequestOp, const char* path) {
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return RequestResult::Failed;
+  std::fputs("half", f);
+  std::fflush(f);
+  for (;;) pause();
+}
+
+TEST(RegistryRequests, OwnerKilledWhileWritingLeavesNothingAfterCleanup) {
+  const MachineSpec spec = uniqueMachine();
+  const std::string name = spec.objectName(geteuid());
+  setRequestHandler(&writeHalfAndHang);
+  struct Reset {
+    ~Reset() { setRequestHandler(nullptr); }
+  } reset;
+  std::string dir;
+  ASSERT_TRUE(requestDirectory(geteuid(), true, dir));
+  Gate registered;
+  const pid_t owner = forkChild([&] {
+    std::unique_ptr<Registry> registry;
+    if (!Registry::open(spec, {}, registry) || !registry->attach()) return 1;
+    registered.open();
+    for (;;) pause();
+  });
+  KillOnExit ownerGuard{owner};
+  ASSERT_TRUE(registered.wait());
+  std::unique_ptr<Registry> tool;
+  ASSERT_TRUE(Registry::openExisting(name, tool));
+  const auto processes = tool->processes();
+  ASSERT_EQ(processes.size(), 1u);
+  const uint32_t slot = processes[0].slot;
+  ASSERT_TRUE(tool->holdRequest(44));
+  ASSERT_TRUE(tool->postRequest(slot, makeRequest(RequestOp::SnapshotPickle, 44)));
+  const std::string temp = requestTempFile(dir, name, slot, 44, RequestOp::SnapshotPickle);
+  ASSERT_TRUE(awaitFile(temp));
+  // Private from its first byte, and never under the name a tool takes.
+  EXPECT_EQ(modeOf(temp), 0600u);
+  EXPECT_FALSE(fileExists(requestFile(dir, name, slot, 44, RequestOp::SnapshotPickle)));
+  killChild(owner);
+  // While the tool still waits, a cleanup leaves its request alone.
+  CleanupReport report;
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_TRUE(fileExists(temp));
+  tool->releaseRequest(44);  // the tool gives up (or dies): nobody waits for the file any more
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_FALSE(fileExists(temp));
+  tool.reset();
+  ASSERT_TRUE(cleanupMachine(name, report));
+  EXPECT_TRUE(report.removed);
+  EXPECT_TRUE(requestFilesOf(dir, name).empty());
 }
 
 }  // namespace

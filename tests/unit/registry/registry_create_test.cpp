@@ -1,6 +1,6 @@
 // Creating and opening the registry object: reference/smi-topology-ipc.md
 // section 4.10 cases 2 (creator killed at each init step), 3 (garbage and
-// stale objects, among them an older layout version), 12 (/dev/shm full) and
+// stale objects, among them an older layout version), 12 (a file size limit) and
 // 13 (stale registry after every process died).
 #include "registry_test_util.hpp"
 
@@ -17,7 +17,7 @@
 namespace mtia::registry::test {
 namespace {
 
-std::string objectPath(const MachineSpec& spec) { return std::string(shmDirectory()) + "/" + spec.objectName(geteuid()); }
+std::string objectPath(const MachineSpec& spec) { return registry::objectPath(spec.objectName(geteuid())); }
 
 // Every open below must come back; a spin like Boost's managed_open_or_create would trip this.
 struct Watchdog {
@@ -169,20 +169,33 @@ TEST(RegistryCreate, GarbageOfOursIsReplaced) {
   }
 }
 
-TEST(RegistryCreate, FullShmIsAnErrorNotACrash) {
-  // /dev/shm cannot be made full without root and a mount of our own; RLIMIT_FSIZE makes the kernel
-  // refuse to size the object the same way (EFBIG instead of ENOSPC) in any environment.
+TEST(RegistryCreate, FileSizeLimitIsReportedAsSuchNotAsFullMemory) {
+  // A file size limit (RLIMIT_FSIZE, ulimit -f) below the object's size is no shortage of memory: the
+  // error says which file could not be sized and why, and no SIGXFSZ (whose default action kills the
+  // process) is raised on the way.
   const MachineSpec spec = uniqueMachine();
   const pid_t child = forkChild([&] {
+    rlimit limit{64 * 1024, 64 * 1024};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) return 3;
+    std::unique_ptr<Registry> registry;
+    const Status status = Registry::open(spec, {}, registry);
+    if (status || status.code == Code::NoSpace) return 1;
+    if (status.message.find(spec.objectName(geteuid())) == std::string::npos) return 2;
+    if (status.message.find("RLIMIT_FSIZE") == std::string::npos) return 4;
+    return status.message.find("65536") != std::string::npos ? 0 : 5;
+  });
+  EXPECT_EQ(waitChild(child), 0);
+  // The kernel's own refusal (SIGXFSZ ignored, so ftruncate fails with EFBIG) reads the same way.
+  const pid_t ignoring = forkChild([&] {
     signal(SIGXFSZ, SIG_IGN);
     rlimit limit{64 * 1024, 64 * 1024};
     if (setrlimit(RLIMIT_FSIZE, &limit) != 0) return 3;
     std::unique_ptr<Registry> registry;
     const Status status = Registry::open(spec, {}, registry);
-    if (status.code != Code::NoSpace) return 1;
+    if (status || status.code == Code::NoSpace) return 1;
     return status.message.find(spec.objectName(geteuid())) != std::string::npos ? 0 : 2;
   });
-  EXPECT_EQ(waitChild(child), 0);
+  EXPECT_EQ(waitChild(ignoring), 0);
   // Nothing half-made is left behind: the next open creates a good registry.
   std::unique_ptr<Registry> registry;
   const Status status = Registry::open(spec, {}, registry);

@@ -3,8 +3,8 @@
 // link; another user can neither read the registry nor see it listed.
 #include "registry_test_util.hpp"
 
-#include <boost/interprocess/permissions.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
+#include "runtime/registry/user_directory.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -18,7 +18,7 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 
-std::string objectPath(const MachineSpec& spec) { return std::string(shmDirectory()) + "/" + spec.objectName(geteuid()); }
+std::string objectPath(const MachineSpec& spec) { return registry::objectPath(spec.objectName(geteuid())); }
 
 TEST(RegistryPermission, GroupReadableObjectIsRefused) {
   const MachineSpec spec = uniqueMachine();
@@ -50,24 +50,19 @@ TEST(RegistryPermission, GroupReadableOrLinkedLockFileIsRefused) {
   removeMachine(spec);
 }
 
-TEST(RegistryPermission, ObjectPlantedByAnotherUserIsRefused) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to create an object as another user (setresuid)";
+TEST(RegistryPermission, ObjectOfAnotherOwnerIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user (chown)";
+  // Only we (and root) can create files in our private directory; an object of another owner there
+  // means root put it there: still never trusted.
   const MachineSpec spec = uniqueMachine();
   const std::string name = spec.objectName(geteuid());
-  // /dev/shm is world-writable: anyone can take our name first. The owner check must catch it.
-  const int lockFd = open(lockPath(name).c_str(), O_CREAT | O_RDWR, 0600);
-  ASSERT_GE(lockFd, 0);
-  close(lockFd);
-  const pid_t planter = forkChild([&] {
-    if (setresgid(kNobody, kNobody, kNobody) != 0 || setresuid(kNobody, kNobody, kNobody) != 0) return 1;
-    namespace bip = boost::interprocess;
-    bip::permissions perms;
-    perms.set_permissions(0600);
-    bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perms);
-    shm.truncate(static_cast<bip::offset_t>(objectBytes(kDefaultSlots)));
-    return 0;
-  });
-  ASSERT_EQ(waitChild(planter), 0);
+  UserDirectory dir;
+  ASSERT_TRUE(userDirectory(geteuid(), true, dir));
+  const int fd = open(registry::objectPath(dir.path, name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(objectBytes(kDefaultSlots))), 0);
+  ASSERT_EQ(fchown(fd, kNobody, kNobody), 0);
+  close(fd);
   std::unique_ptr<Registry> registry;
   const Status status = Registry::open(spec, {}, registry);
   EXPECT_EQ(status.code, Code::Permission);
@@ -84,16 +79,20 @@ TEST(RegistryPermission, SecondUserCanNeitherReadNorListIt) {
   const pid_t other = forkChild([&] {
     if (setresgid(kNobody, kNobody, kNobody) != 0 || setresuid(kNobody, kNobody, kNobody) != 0) return 1;
     std::unique_ptr<Registry> foreign;
-    if (Registry::openReadOnly(name, foreign).code != Code::Permission) return 2;
+    // Each user's registries live in a directory of its own: ours is not even found there.
+    if (const Code code = Registry::openReadOnly(name, foreign).code; code != Code::NotFound && code != Code::Permission)
+      return 2;
     const auto listed = listMachines(kNobody);
     if (std::find(listed.begin(), listed.end(), name) != listed.end()) return 3;
     // The same machine settings give the second user a registry of its own.
     std::unique_ptr<Registry> own;
     const Status status = Registry::open(spec, {}, own);
     if (!status || own->name() == name || !own->reserve(0, 64 * kMiB)) return 4;
+    const std::string dir = own->directory();
     own.reset();
-    boost::interprocess::shared_memory_object::remove(spec.objectName(kNobody).c_str());
-    unlink(lockPath(spec.objectName(kNobody)).c_str());
+    unlink(registry::objectPath(dir, spec.objectName(kNobody)).c_str());
+    unlink(registry::lockPath(dir, spec.objectName(kNobody)).c_str());
+    rmdir(dir.c_str());
     return 0;
   });
   EXPECT_EQ(waitChild(other), 0);

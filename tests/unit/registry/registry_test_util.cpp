@@ -1,6 +1,5 @@
 #include "registry_test_util.hpp"
 
-#include <boost/interprocess/shared_memory_object.hpp>
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -28,7 +27,7 @@ MachineSpec uniqueMachine(uint32_t devices, uint64_t memory) {
 
 void removeMachine(const MachineSpec& spec) {
   const std::string name = spec.objectName(geteuid());
-  boost::interprocess::shared_memory_object::remove(name.c_str());
+  ::unlink(objectPath(name).c_str());
   ::unlink(lockPath(name).c_str());
 }
 
@@ -94,16 +93,16 @@ void killChild(pid_t pid) {
 
 }  // namespace mtia::registry::test
 
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/permissions.hpp>
+#include "runtime/registry/user_directory.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstring>
 
 namespace mtia::registry::test {
-namespace bip = boost::interprocess;
 namespace {
 
 std::atomic<int> killPoint{-1};
@@ -115,24 +114,26 @@ void killHook(testing::Point point) {
 }  // namespace
 
 void editObject(const MachineSpec& spec, const std::function<void(char*, size_t)>& edit) {
-  const std::string name = spec.objectName(geteuid());
-  bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
-  bip::mapped_region region(shm, bip::read_write);
-  edit(static_cast<char*>(region.get_address()), region.get_size());
+  const int fd = ::open(objectPath(spec.objectName(geteuid())).c_str(), O_RDWR | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) std::abort();
+  void* bytes = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (bytes == MAP_FAILED) std::abort();
+  edit(static_cast<char*>(bytes), static_cast<size_t>(st.st_size));
+  munmap(bytes, static_cast<size_t>(st.st_size));
 }
 
 void writeObject(const MachineSpec& spec, const std::string& bytes) {
   const std::string name = spec.objectName(geteuid());
-  const int lockFd = ::open(lockPath(name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  UserDirectory dir;
+  if (!userDirectory(geteuid(), true, dir)) std::abort();
+  const int lockFd = ::open(lockPath(dir.path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lockFd >= 0) ::close(lockFd);
-  bip::permissions perms;
-  perms.set_permissions(0600);
-  bip::shared_memory_object shm(bip::open_or_create, name.c_str(), bip::read_write, perms);
-  shm.truncate(static_cast<bip::offset_t>(bytes.size()));
-  if (!bytes.empty()) {
-    bip::mapped_region region(shm, bip::read_write);
-    std::memcpy(region.get_address(), bytes.data(), bytes.size());
-  }
+  const int fd = ::open(objectPath(dir.path, name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) std::abort();
+  if (!bytes.empty() && pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) std::abort();
+  ::close(fd);
 }
 
 void killSelfAt(testing::Point point) {

@@ -57,6 +57,20 @@ TEST(SimConfig, GoodValues) {
   EXPECT_EQ(parse({{"MTIA_SIM_DEVICES", "007"}}).config->devices, 7);
 }
 
+// The runtime and mtia-smi read MTIA_SIM_MACHINE through this one check: a name one of them refuses
+// must not be accepted by the other.
+TEST(SimConfig, MachineNameLengthIsBounded) {
+  const std::string longest(kMaxMachineNameBytes, 'm');
+  const ConfigResult ok = parse({{"MTIA_SIM_MACHINE", longest}});
+  ASSERT_TRUE(ok.config) << ok.error;
+  EXPECT_EQ(ok.config->machine, longest);
+  const ConfigResult r = parse({{"MTIA_SIM_MACHINE", longest + "m"}});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.error.find("MTIA_SIM_MACHINE"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("at most 255 bytes"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("256"), std::string::npos) << r.error;
+}
+
 TEST(SimConfig, MemoryForms) {
   const std::pair<const char*, uint64_t> cases[] = {
       {"1073741824", kGiB},
