@@ -1,7 +1,8 @@
 // Snapshots and statistics describe the same allocator: the sums over a snapshot's segments equal
 // mtiaMemoryGetStats at the same moment (issue 16, item 8), also while a free waits for another stream
 // (the block is active_pending_free: still active, still counted in requested_bytes, as in PyTorch)
-// and in a private pool.
+// and in a private pool; and snapshots write a device's default stream as 0, as PyTorch does, while
+// other streams keep their mtiaStreamGetId (item 9; the pickle is checked by snapshot_python_check.sh).
 #include "history_test_util.hpp"
 
 #include <string>
@@ -10,6 +11,7 @@ namespace history_test {
 namespace {
 
 using SnapshotStats = HistoryTest;
+using SnapshotStreams = HistoryTest;
 
 // The snapshot's sums for one statistics view (mtiaStatAll, mtiaStatSmallPool, mtiaStatLargePool).
 struct Sums {
@@ -64,6 +66,14 @@ Sums sumsOf(const JsonSnapshot& snap, int view) {
 }
 
 int64_t pendingBlocks(const JsonSnapshot& snap) { return sumsOf(snap, mtiaStatAll).pending; }
+
+// The "stream" of the segment holding p, or -1 when no segment holds it.
+int64_t segmentStream(const JsonSnapshot& snap, const void* p) {
+  for (element s : snap.segments())
+    if (addr(p) >= u64(s, "address") && addr(p) - u64(s, "address") < u64(s, "total_size"))
+      return static_cast<int64_t>(u64(s, "stream"));
+  return -1;
+}
 
 TEST_F(SnapshotStats, EqualSnapshotSumsWhileAFreeWaitsForABlockedStream) {
   Stream owner, user;
@@ -139,6 +149,46 @@ TEST_F(SnapshotStats, EqualSnapshotSumsForAPendingFreeInAPrivatePool) {
   const JsonSnapshot snap(0);
   EXPECT_EQ(pendingBlocks(snap), 0) << snap.text();
   EXPECT_TRUE(statsMatch(snap, after)) << snap.text();
+}
+
+TEST_F(SnapshotStreams, DefaultStreamIsZeroOtherStreamsKeepTheirIds) {
+  ASSERT_OK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksNone, 0));
+  mtiaStream_t def = nullptr;
+  ASSERT_OK(mtiaGetDefaultStream(0, &def));
+  int64_t defId = -1;
+  ASSERT_OK(mtiaStreamGetId(def, &defId));
+  ASSERT_GT(defId, 0);
+  Stream other;
+  ASSERT_OK(other.status());
+  int64_t otherId = -1;
+  ASSERT_OK(mtiaStreamGetId(other, &otherId));
+  void* onDefault = mallocOn(3 * kMiB + 1, def);  // large: segments of their own
+  void* onOther = mallocOn(3 * kMiB + 2, other);
+  ASSERT_NE(onDefault, nullptr);
+  ASSERT_NE(onOther, nullptr);
+  {
+    const JsonSnapshot snap;
+    EXPECT_EQ(segmentStream(snap, onDefault), 0) << "the default stream (id " << defId << ") is written as 0";
+    EXPECT_EQ(segmentStream(snap, onOther), otherId);
+    for (element e : snap.entries("alloc")) {
+      if (u64(e, "addr") == addr(onDefault)) {
+        EXPECT_EQ(u64(e, "stream"), 0u) << "trace entry of the default stream";
+      } else if (u64(e, "addr") == addr(onOther)) {
+        EXPECT_EQ(i64(e, "stream"), otherId);
+      }
+    }
+    EXPECT_EQ(snap.entries("alloc").size(), 2u);
+  }
+  freeOk(onDefault);
+  freeOk(onOther);
+  const JsonSnapshot snap;
+  size_t seen = 0;
+  for (const char* action : {"free_requested", "free_completed"})
+    for (element e : snap.entries(action)) {
+      ++seen;
+      EXPECT_EQ(u64(e, "stream"), u64(e, "addr") == addr(onDefault) ? 0u : static_cast<uint64_t>(otherId)) << action;
+    }
+  EXPECT_EQ(seen, 4u);
 }
 
 }  // namespace
