@@ -303,7 +303,8 @@ void DeviceAllocator::free(void* ptr) {
   stats_.allocation.decrease(kind, 1);
   stats_.allocatedBytes.decrease(kind, static_cast<int64_t>(b->size));
   memory_.reportAllocated(static_cast<uint64_t>(stats_.allocatedBytes[kStatAll].current));
-  stats_.requestedBytes.decrease(kind, static_cast<int64_t>(b->requested));
+  // requested_bytes drops in freeBlock, with active_bytes: a block waiting for other streams is still
+  // active and its snapshot segment still counts its request (PyTorch's free_block does the same).
   if (b->size >= config_.maxSplitSize) stats_.oversizeAllocations.decrease(1);
   if (Segment* seg = b->segment; seg->streamRef) stampFree(*seg);
   if (b->streamUses.empty()) {
@@ -367,6 +368,7 @@ void DeviceAllocator::freeBlock(Block* b) {
   BlockPool& pool = *b->pool;
   stats_.active.decrease(pool.kind(), 1);
   stats_.activeBytes.decrease(pool.kind(), static_cast<int64_t>(b->size));
+  stats_.requestedBytes.decrease(pool.kind(), static_cast<int64_t>(b->requested));
   Block* prev = b->prev != nullptr && pool.contains(b->prev) ? b->prev : nullptr;
   Block* next = b->next != nullptr && pool.contains(b->next) ? b->next : nullptr;
   if ((prev == nullptr) != (next == nullptr)) {

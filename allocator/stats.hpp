@@ -69,7 +69,7 @@ struct DeviceStats {
   StatArray reservedBytes;       // bytes held from the device
   StatArray activeBytes;         // bytes of active blocks
   StatArray inactiveSplitBytes;  // free bytes inside split segments (not returnable to the device)
-  StatArray requestedBytes;      // bytes the callers asked for, unrounded
+  StatArray requestedBytes;      // bytes the callers asked for, unrounded, of active blocks
   int64_t numAllocRetries = 0;   // free-everything-and-retry slow paths taken
   int64_t numOoms = 0;           // requests that failed out of memory
   int64_t numSyncAllStreams = 0;  // waits for every pending cross-stream use

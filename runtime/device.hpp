@@ -29,6 +29,12 @@ class Device {
   // Thread-safe; lock-free once created.
   streams::Stream& defaultStream();
   std::shared_ptr<streams::Stream> defaultStreamShared();
+  // The default stream's id (streams::Stream::id), or 0 while it has not been created (nothing can
+  // have used it then). Creates nothing. Thread-safe, lock-free, never throws.
+  int64_t defaultStreamIdIfCreated() const noexcept {
+    const streams::Stream* s = defaultReady_.load(std::memory_order_acquire);
+    return s != nullptr ? s->id() : 0;
+  }
   // The device's caching allocator, created on first use (it starts nothing on the device).
   allocator::DeviceAllocator& memory() {
     if (allocator::DeviceAllocator* m = memory_.load(std::memory_order_acquire)) [[likely]]

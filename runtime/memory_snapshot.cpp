@@ -62,8 +62,11 @@ mtiaBuffer memorySnapshot(Runtime& rt, mtiaSnapshotFormat format, bool traces) {
   std::vector<allocator::DeviceSnapshot> devices;
   try {
     for (int i = 0; i < rt.deviceCount(); ++i)
-      if (allocator::DeviceAllocator* mem = rt.device(i).memoryIfStarted())
+      if (allocator::DeviceAllocator* mem = rt.device(i).memoryIfStarted()) {
         devices.push_back(mem->collectSnapshot(traces));
+        // Read after the copy: a block or entry of the default stream in it means the stream existed.
+        devices.back().defaultStream = static_cast<uint64_t>(rt.device(i).defaultStreamIdIfCreated());
+      }
   } catch (...) {
     allocator::releaseSnapshotContexts(devices, history);  // what was copied so far
     history.drain();

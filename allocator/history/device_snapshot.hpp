@@ -38,6 +38,9 @@ struct SnapshotSegment {
 
 struct DeviceSnapshot {
   int device = 0;
+  // The id of the device's default stream (0: not created). The assembly writes 0 in its place, as
+  // PyTorch writes the null handle of a device's default stream; other streams keep their ids.
+  uint64_t defaultStream = 0;
   std::vector<SnapshotSegment> segments;  // by address
   std::vector<SnapshotBlock> blocks;
   std::vector<TraceRecord> trace;  // oldest first; empty without traces

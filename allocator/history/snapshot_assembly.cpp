@@ -65,6 +65,13 @@ class StackNamer {
   std::vector<mem::Frame> frames_;
 };
 
+// The stream number a snapshot shows: 0 for the device's default stream (PyTorch writes a device's
+// default stream as its null handle, and its viewer and replay tools read 0 that way), the stream's own
+// id otherwise (ids start at 1, so none is taken for the default stream by mistake).
+uint64_t snapshotStream(const DeviceSnapshot& d, uint64_t stream) {
+  return d.defaultStream != 0 && stream == d.defaultStream ? 0 : stream;
+}
+
 void fill(mem::Snapshot& snap, std::vector<DeviceSnapshot>& devices, int deviceCount, const AllocConfig& config,
           HistoryRecorder& history) {
   StackNamer names(snap.stacks, history);
@@ -86,7 +93,7 @@ void fill(mem::Snapshot& snap, std::vector<DeviceSnapshot>& devices, int deviceC
     out.device = ref.device->device;
     out.address = s.address;
     out.totalSize = s.totalSize;
-    out.stream = s.stream;
+    out.stream = snapshotStream(*ref.device, s.stream);
     out.large = s.large;
     out.expandable = s.expandable;
     out.poolId[0] = s.pool.first;
@@ -122,7 +129,7 @@ void fill(mem::Snapshot& snap, std::vector<DeviceSnapshot>& devices, int deviceC
       e.device = d.device;
       e.addr = r.addr;
       e.size = r.size;
-      e.stream = r.stream;
+      e.stream = snapshotStream(d, r.stream);
       e.timeUs = static_cast<double>(clock.epochUs(r.stamp));
       e.stack = names.stackOf(r.context);
       e.poolId[0] = r.pool.first;

@@ -3,7 +3,8 @@
  * With recording on, the caching allocator remembers who allocated each live block (mode State) and,
  * in mode All, keeps a ring of its last actions: alloc, free_requested, free_completed, segment_alloc,
  * segment_free, segment_map, segment_unmap, snapshot, oom, each with address, size, stream, pool id,
- * device and a microsecond timestamp. A snapshot is PyTorch 2.x's memory snapshot dict (segments with
+ * device and a microsecond timestamp. Streams are written as their mtiaStreamGetId, except a device's
+ * default stream, which is 0 (as PyTorch writes it) in trace entries and segments alike. A snapshot is PyTorch 2.x's memory snapshot dict (segments with
  * their blocks, one trace per device, allocator_settings, external_annotations), in JSON or as a
  * pickle that PyTorch's memory viewer (MemoryViz.js) and torch.cuda.memory._memory_viz read; the
  * mtia-mem tool summarises, diffs and plots it.

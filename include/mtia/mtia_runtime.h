@@ -442,7 +442,10 @@ MTIA_API mtiaError_t mtiaAllocatorGetConfig(char* buf, size_t len);
 MTIA_API mtiaError_t mtiaSetMemoryFraction(double fraction, int dev);
 
 /** Copies the caching allocator's statistics of dev (set out->structSize first,
- * MTIA_MEMORY_STATS_INIT). Thread-safe, non-blocking, legal during capture.
+ * MTIA_MEMORY_STATS_INIT). As in PyTorch, a block freed while other streams may still use it
+ * (mtiaRecordStream) leaves allocation and allocated_bytes at the free but stays in active,
+ * active_bytes and requested_bytes until it is really free, so these agree with a snapshot's segment
+ * sums (active_size, requested_size) at every moment. Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (out NULL or structSize < 4), mtiaErrorInvalidDevice,
  * mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaMemoryGetStats(int dev, mtiaMemoryStats* out);

@@ -18,15 +18,21 @@ expect 2 "--format goes with" --format=csv
 expect 2 "need --format" --query-gpu=index
 expect 2 "excludes" -L -q
 expect 2 "Could not convert" -l soon
-expect 2 "positive" -l -1
+# Numeric options share one rule: finite, above 0 and bounded for seconds, and a message that names the
+# option, what was given and what is accepted (CLI11 alone took 0 and nan for -l, refused -1 vaguely).
+for bad in 0 -1 nan inf 100000; do
+  expect 2 "-l/--loop: got $bad; give a number of seconds above 0 and at most 86400" -l "$bad"
+  expect 2 "dmon -d/--delay: got $bad; give a number of seconds above 0 and at most 86400" dmon -d "$bad"
+  expect 2 "mem snapshot --timeout: got $bad; give a number of seconds above 0 and at most 3600" \
+    mem snapshot -p 1 -o x.json --timeout "$bad"
+done
+expect 2 "-c/--count: got -1; give a number of repeats (0: until interrupted), 0 to 2147483647" -c -1
 expect 2 "give -m" topo
-expect 2 "delay must be positive" dmon -d 0
 expect 2 "frobnicate" frobnicate
 expect 2 "--machine-prefix goes with --all-machines" cleanup --machine-prefix test-
 expect 2 "-o" mem snapshot -p 1
 expect 2 "--pid" mem snapshot -o x.json
-expect 2 "not a process id" mem snapshot -p 0 -o x.json
-expect 2 "--timeout" mem snapshot -p 1 -o x.json --timeout 0
+expect 2 "mem snapshot -p/--pid: got 0; give a process id, 1 to 2147483647" mem snapshot -p 0 -o x.json
 expect 2 "--all-machines goes with" --all-machines -q
 expect 2 "--all-machines goes with" --all-machines topo -m
 MTIA_SIM_MEMORY=lots expect 2 "MTIA_SIM_MEMORY" -L

@@ -170,12 +170,27 @@ TEST(PickleReader, RejectsMalformedInput) {
   EXPECT_ERROR(kProto4 + "K\x01\x87.", "stack underflow");
 }
 
+TEST(PickleReader, ValueBudget) {
+  // One byte per value: the stack's values alone would cost 16 bytes per byte of file. Refused once
+  // they pass 6 bytes per byte plus 32 MiB, with a message that says why.
+  const size_t n = 4'000'000;
+  EXPECT_EQ(mtia::mem::pickle::valueBudget(n + 4), 6 * (n + 4) + (size_t{32} << 20));
+  EXPECT_ERROR(kProto4 + "(" + std::string(n, 'N') + "l.", "more values than a file of 4000005 bytes can hold");
+  EXPECT_ERROR(kProto4 + "(" + std::string(n, ']') + "l.", "more values than a file");
+  // The same count of small integers in a list (two bytes each, as snapshots hold them) is read.
+  std::string ints = kProto4 + "(";
+  for (size_t i = 0; i < n / 2; ++i) ints += B("K\x07");
+  auto d = doc(ints + "l.");
+  EXPECT_EQ(d->root().asList()->size(), n / 2);
+}
+
 TEST(PickleReader, DeepNestingIsBounded) {
   // 100000 MARKs: refused with a message, not a crash.
   EXPECT_ERROR(kProto4 + std::string(100000, '('), "more than 65536 nested MARKs");
-  // Lists nested a million deep (each new list appended into the one under it) and a list that contains
-  // itself: read and freed without recursion.
-  std::string deep = kProto4 + std::string(1'000'000, ']') + std::string(999'999, 'a') + ".";
+  // Lists nested half a million deep (each new list appended into the one under it) and a list that
+  // contains itself: read and freed without recursion. (Half a million: two bytes per list is far
+  // denser than a snapshot, and a million would pass the reader's value budget; ValueBudget.)
+  std::string deep = kProto4 + std::string(500'000, ']') + std::string(499'999, 'a') + ".";
   auto d = doc(deep);
   const Value* v = &d->root();
   for (int i = 0; i < 1000; ++i) {

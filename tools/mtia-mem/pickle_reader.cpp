@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <unordered_map>
@@ -30,6 +31,14 @@ namespace {
 constexpr size_t kMaxMarks = size_t{1} << 16;
 constexpr size_t kMaxStack = size_t{1} << 28;
 
+// One opcode byte can make a 16-byte value (None, an empty list), so the values a pickle describes are
+// bounded by what they cost, not by the opcodes: what the reader holds (stack, memo, containers and
+// their items) may not pass kValueBytesPerInputByte x the file's size + kValueBytesSlack. A snapshot
+// that PyTorch or the runtime wrote needs about a third of that (its dicts' keys and most values take
+// several bytes each); a file of Nones or empty lists is refused instead of taking gigabytes.
+constexpr size_t kContainerBytes = sizeof(ListObj) + 8;  // the object in its deque, and its share of the map
+constexpr size_t kSparseMemoBytes = 64;                  // a node of the hash map, its bucket and the value
+
 enum Op : uint8_t {
   kMark = '(', kStop = '.', kNone = 'N', kBinInt = 'J', kBinInt1 = 'K', kBinInt2 = 'M',
   kBinUnicode = 'X', kAppend = 'a', kAppends = 'e', kBinGet = 'h', kLongBinGet = 'j', kDict = 'd',
@@ -45,7 +54,8 @@ enum Op : uint8_t {
 class Reader {
  public:
   explicit Reader(Document& doc)
-      : doc_(doc), p_(reinterpret_cast<const uint8_t*>(doc.bytes_.data())), size_(doc.bytes_.size()) {}
+      : doc_(doc), p_(reinterpret_cast<const uint8_t*>(doc.bytes_.data())), size_(doc.bytes_.size()),
+        limit_(valueBudget(size_)) {}
 
   static std::unique_ptr<Document> load(std::string bytes) {
     auto doc = std::make_unique<Document>();
@@ -100,8 +110,19 @@ class Reader {
     return v;
   }
 
+  // What the reader holds grows by bytes (values made, stacked, memoized, stored in a container).
+  void charge(size_t bytes, size_t at) {
+    used_ += bytes;
+    if (used_ > limit_)
+      fail(at, "the pickle describes more values than a file of {} bytes can hold (more than {} MiB of them; at "
+               "most {} bytes per byte of file and {} MiB): damaged or hostile",
+           size_, limit_ >> 20, kValueBytesPerInputByte, kValueBytesSlack >> 20);
+  }
+  void credit(size_t bytes) { used_ -= std::min(used_, bytes); }
+
   void push(const Value& v, size_t at) {
     if (stack_.size() >= kMaxStack) fail(at, "more than {} values on the stack", kMaxStack);
+    charge(sizeof(Value), at);
     stack_.push_back(v);
   }
   // The stack above the innermost MARK is what an opcode may consume.
@@ -110,6 +131,7 @@ class Reader {
     if (stack_.size() <= floor()) fail(at, "stack underflow");
     Value v = stack_.back();
     stack_.pop_back();
+    credit(sizeof(Value));
     return v;
   }
   Value& top(size_t at) {
@@ -128,13 +150,15 @@ class Reader {
     v.kind = kind;
     return v;
   }
-  Value newList(Value::Kind kind) {
+  Value newList(Value::Kind kind, size_t at) {
+    charge(kContainerBytes, at);
     Value v;
     v.kind = kind;
     v.list = &doc_.lists_.emplace_back();
     return v;
   }
-  Value newDict() {
+  Value newDict(size_t at) {
+    charge(kContainerBytes, at);
     Value v;
     v.kind = Value::Kind::Dict;
     v.dict = &doc_.dicts_.emplace_back();
@@ -153,10 +177,16 @@ class Reader {
   // Python's memo is a dict: MEMOIZE stores at len(memo). Picklers number densely, so the vector
   // holds everything but the odd explicit BINPUT index beyond its end.
   void memoPut(uint64_t index, size_t at) {
-    const Value& v = top(at);
-    if (index < memo_.size()) memo_[index] = v;
-    else if (index == memo_.size() && sparse_.empty()) memo_.push_back(v);
-    else sparse_[index] = v;
+    const Value v = top(at);
+    if (index < memo_.size()) {
+      memo_[index] = v;
+    } else if (index == memo_.size() && sparse_.empty()) {
+      charge(sizeof(Value), at);
+      memo_.push_back(v);
+    } else {
+      if (!sparse_.contains(index)) charge(kSparseMemoBytes, at);
+      sparse_[index] = v;
+    }
   }
   void memoGet(uint64_t index, size_t at) {
     if (index < memo_.size()) return push(memo_[index], at);
@@ -166,8 +196,9 @@ class Reader {
   }
 
   // Moves stack[from..] into a new list or tuple.
-  Value collect(size_t from, Value::Kind kind) {
-    Value t = newList(kind);
+  // The items move from the stack to the list: what they cost stays charged.
+  Value collect(size_t from, Value::Kind kind, size_t at) {
+    Value t = newList(kind, at);
     auto& items = const_cast<ListObj*>(t.list)->items;
     items.assign(stack_.begin() + static_cast<ptrdiff_t>(from), stack_.end());
     stack_.resize(from);
@@ -179,6 +210,7 @@ class Reader {
   }
   void setItems(DictObj& dict, size_t from, size_t at) {
     if ((stack_.size() - from) % 2 != 0) fail(at, "a key without a value");
+    // Two stacked values become one pair of the same size: what they cost stays charged.
     dict.items.reserve(dict.items.size() + (stack_.size() - from) / 2);
     for (size_t i = from; i < stack_.size(); i += 2) dict.items.emplace_back(stack_[i], stack_[i + 1]);
     stack_.resize(from);
@@ -200,9 +232,9 @@ class Reader {
         if (marks_.size() >= kMaxMarks) fail(at, "more than {} nested MARKs", kMaxMarks);
         marks_.push_back(stack_.size());
         return;
-      case kEmptyDict: return push(newDict(), at);
-      case kEmptyList: return push(newList(Value::Kind::List), at);
-      case kEmptyTuple: return push(newList(Value::Kind::Tuple), at);
+      case kEmptyDict: return push(newDict(at), at);
+      case kEmptyList: return push(newList(Value::Kind::List, at), at);
+      case kEmptyTuple: return push(newList(Value::Kind::Tuple, at), at);
       case kNone: return push(scalar(Value::Kind::None), at);
       case kNewTrue:
       case kNewFalse: {
@@ -252,20 +284,22 @@ class Reader {
       case kLongBinPut: return memoPut(le(4, at), at);
       case kBinGet: return memoGet(le(1, at), at);
       case kLongBinGet: return memoGet(le(4, at), at);
-      case kTuple: return push(collect(popMark(at), Value::Kind::Tuple), at);
-      case kTuple1: return push(collect(lastN(1, at), Value::Kind::Tuple), at);
-      case kTuple2: return push(collect(lastN(2, at), Value::Kind::Tuple), at);
-      case kTuple3: return push(collect(lastN(3, at), Value::Kind::Tuple), at);
-      case kList: return push(collect(popMark(at), Value::Kind::List), at);
+      case kTuple: return push(collect(popMark(at), Value::Kind::Tuple, at), at);
+      case kTuple1: return push(collect(lastN(1, at), Value::Kind::Tuple, at), at);
+      case kTuple2: return push(collect(lastN(2, at), Value::Kind::Tuple, at), at);
+      case kTuple3: return push(collect(lastN(3, at), Value::Kind::Tuple, at), at);
+      case kList: return push(collect(popMark(at), Value::Kind::List, at), at);
       case kDict: {
         const size_t from = popMark(at);
-        Value d = newDict();
+        Value d = newDict(at);
         setItems(const_cast<DictObj&>(*d.dict), from, at);
         return push(d, at);
       }
       case kAppend: {
         const Value v = pop(at);
-        listOf(top(at), "APPEND", at).items.push_back(v);
+        ListObj& list = listOf(top(at), "APPEND", at);
+        charge(sizeof(Value), at);  // the stacked copy was credited by pop
+        list.items.push_back(v);
         return;
       }
       case kAppends: {
@@ -273,13 +307,15 @@ class Reader {
         if (stack_.size() < from || from <= floor()) fail(at, "APPENDS without a list under its MARK");
         auto& items = listOf(stack_[from - 1], "APPENDS", at).items;
         items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(from), stack_.end());
-        stack_.resize(from);
+        stack_.resize(from);  // the items moved into the list: what they cost stays charged
         return;
       }
       case kSetItem: {
         const Value v = pop(at);
         const Value k = pop(at);
-        dictOf(top(at), "SETITEM", at).items.emplace_back(k, v);
+        DictObj& dict = dictOf(top(at), "SETITEM", at);
+        charge(2 * sizeof(Value), at);  // the stacked copies were credited by pop
+        dict.items.emplace_back(k, v);
         return;
       }
       case kSetItems: {
@@ -299,11 +335,18 @@ class Reader {
   const uint8_t* p_;
   size_t size_;
   size_t pos_ = 0;
-  std::vector<Value> stack_;
+  const size_t limit_;  // bytes of values the reader may hold
+  size_t used_ = 0;
+  std::deque<Value> stack_;  // a deque: growing it never copies what it holds (no transient double)
   std::vector<size_t> marks_;
   std::vector<Value> memo_;
   std::unordered_map<uint64_t, Value> sparse_;
 };
+
+size_t valueBudget(size_t inputBytes) {
+  if (inputBytes > (SIZE_MAX - kValueBytesSlack) / kValueBytesPerInputByte) return SIZE_MAX;
+  return inputBytes * kValueBytesPerInputByte + kValueBytesSlack;
+}
 
 std::unique_ptr<Document> parse(std::string bytes) { return Reader::load(std::move(bytes)); }
 

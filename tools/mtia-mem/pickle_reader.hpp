@@ -86,7 +86,16 @@ class Document {
   Value root_;
 };
 
-// Parses one pickle. Throws Error ("offset N: ...") on malformed or unsupported input.
+// What the values of a pickle of inputBytes bytes may cost the reader (stack, memo, containers, items):
+// kValueBytesPerInputByte per byte plus kValueBytesSlack; parse refuses a pickle that describes more.
+// With the input itself (kept: strings are views into it), a Document holds at most about
+// (1 + kValueBytesPerInputByte) x the file's size + kValueBytesSlack. Thread-safe (pure).
+inline constexpr size_t kValueBytesPerInputByte = 6;
+inline constexpr size_t kValueBytesSlack = size_t{32} << 20;
+size_t valueBudget(size_t inputBytes);
+
+// Parses one pickle. Throws Error ("offset N: ...") on malformed or unsupported input, and when the
+// values it describes would cost more than valueBudget(bytes.size()).
 std::unique_ptr<Document> parse(std::string bytes);
 
 }  // namespace mtia::mem::pickle

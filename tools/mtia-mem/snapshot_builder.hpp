@@ -54,7 +54,15 @@ class SnapshotBuilder {
 
   // inputBytes: the size of the file, which bounds how much it may describe.
   SnapshotBuilder(const std::string& name, const ReadOptions& options, size_t inputBytes)
-      : name_(name), options_(options), budget_(2 * uint64_t{inputBytes} + (uint64_t{1} << 16)) {}
+      : name_(name), options_(options), budget_(kModelBytesPerInputByte * uint64_t{inputBytes} + kModelBytesSlack) {}
+
+  // The model may take kModelBytesPerInputByte bytes per byte of file plus kModelBytesSlack: every item
+  // read is charged kItemBytes and every entry, block, segment and frame kept its size in the model. A
+  // real snapshot needs well under half of that (a trace entry of some 60 bytes in the file becomes 72
+  // in the model and about ten items).
+  static constexpr uint64_t kModelBytesPerInputByte = 4;
+  static constexpr uint64_t kModelBytesSlack = uint64_t{16} << 20;
+  static constexpr uint64_t kItemBytes = 8;
 
   Snapshot build(const Node& root) {
     if (root.isList()) {  // PyTorch 1.13: a bare list of segments, no trace
@@ -103,14 +111,25 @@ class SnapshotBuilder {
   }
 
   // Every dict, list item and value read costs; a file may not describe much more than its size.
-  void charge(uint64_t items, const Where& w) {
-    spent_ += items;
+  void charge(uint64_t items, const Where& w, uint64_t kept = 0) {
+    spent_ += items * kItemBytes + kept;
     if (spent_ > budget_)
-      fail(w, fmt::format("the file describes more than {} items, more than its size can hold: it refers to "
-                          "the same objects over and over (damaged or hostile)",
-                          budget_));
+      fail(w, fmt::format("the file describes more than {} MiB of snapshot, more than its size can hold: it "
+                          "refers to the same objects over and over (damaged or hostile)",
+                          budget_ >> 20));
   }
   void chargeDict(const Node& n, const Where& w) { charge(1 + n.size(), w); }
+
+  // Sizes are summed by every report (reserved, allocated, live bytes over time): a file whose sizes
+  // add up to 2^64 or more would wrap those sums (a summary with less reserved than allocated), so it is
+  // refused here, once, and every sum of a snapshot that was read fits in 64 bits. No real device holds
+  // 16 EiB.
+  uint64_t addSize(uint64_t sum, uint64_t size, const Where& w, std::string_view what) const {
+    uint64_t out = 0;
+    if (__builtin_add_overflow(sum, size, &out))
+      fail(w, fmt::format("{} add up to 2^64 bytes or more (sizes this large are damage, not memory)", what));
+    return out;
+  }
 
   void reportProgress(const char* stage, size_t done, size_t total) const {
     if (options_.progress && total > 0 && done % 65536 == 0) options_.progress(stage, double(done) / double(total));
@@ -170,6 +189,7 @@ class SnapshotBuilder {
       if (f.member("filename", v) && v.str(s)) frame.filename = s;
       if (f.member("name", v) && v.str(s)) frame.name = s;
       if (f.member("line", v)) v.i64(frame.line);
+      charge(0, fw, sizeof(Frame) + frame.filename.size() + frame.name.size());  // a shared name is copied
     });
     const StackId id = snap_.stacks.intern(frames_);
     if (shared != nullptr) stackOf_.emplace(shared, id);
@@ -220,12 +240,14 @@ class SnapshotBuilder {
       charge(1, dw);
       auto& out = snap_.deviceTraces.emplace_back();
       out.reserve(device.size());
+      uint64_t traceBytes = 0;
       size_t i = 0;
       device.forEach([&](const Node& e) {
         reportProgress("reading traces", i, device.size());
         const Where ew{&dw, nullptr, i++};
         if (!e.isDict()) fail(ew, "is not a trace entry (a dict)");
         chargeDict(e, ew);
+        charge(0, ew, sizeof(TraceEntry));
         TraceEntry t;
         t.device = static_cast<int32_t>(dev);
         t.action = actionFromName(stringAt(e, "action", ew, true));
@@ -235,6 +257,7 @@ class SnapshotBuilder {
         t.addr = unsignedAt(e, t.action == Action::Oom ? "device_free" : "addr", ew, located);
         t.size = unsignedAt(e, "size", ew, located);
         t.stream = unsignedAt(e, "stream", ew, false);
+        traceBytes = addSize(traceBytes, t.size, ew, "the sizes of this device's trace entries");
         Node v;
         if (e.member("time_us", v) && !v.f64(t.timeUs)) fail(ew, "'time_us' is not a number");
         poolIdAt(e, "pool_id", ew, t.poolId);
@@ -255,12 +278,15 @@ class SnapshotBuilder {
       const Where sw{&w, nullptr, i++};
       if (!s.isDict()) fail(sw, "is not a segment (a dict)");
       chargeDict(s, sw);
+      charge(0, sw, sizeof(Segment));
       Segment seg;
       const uint64_t device = unsignedAt(s, "device", sw, false);
       if (device > kMaxDevice) fail(sw, fmt::format("'device' {} is not a device ordinal (0 to {})", device, kMaxDevice));
       seg.device = static_cast<int32_t>(device);
       seg.address = unsignedAt(s, "address", sw, true);
       seg.totalSize = unsignedAt(s, "total_size", sw, true);
+      reserved_ = addSize(reserved_, seg.totalSize, sw, "the segments' total_size values");
+      addSize(seg.address, seg.totalSize, sw, "'address' and 'total_size'");
       seg.allocatedSize = unsignedAt(s, "allocated_size", sw, false);
       seg.activeSize = unsignedAt(s, "active_size", sw, false);
       seg.requestedSize = unsignedAt(s, "requested_size", sw, false);
@@ -282,16 +308,21 @@ class SnapshotBuilder {
   void readBlocks(const Node& blocks, const Where& w, Segment& seg) {
     seg.blocks.reserve(blocks.size());
     uint64_t next = seg.address;  // blocks are contiguous: 1.13 and 2.0 files leave addresses implicit
+    uint64_t inSegment = 0;       // a segment's blocks tile it (PyTorch's viewer asserts they add up)
     size_t i = 0;
     blocks.forEach([&](const Node& b) {
       const Where bw{&w, nullptr, i++};
       if (!b.isDict()) fail(bw, "is not a block (a dict)");
       chargeDict(b, bw);
+      charge(0, bw, sizeof(Block));
       Block blk;
       blk.size = unsignedAt(b, "size", bw, true);
       blk.address = unsignedAt(b, "address", bw, false, next);
       blk.state = blockStateFromName(stringAt(b, "state", bw, true));
-      next = blk.address + blk.size;
+      next = addSize(blk.address, blk.size, bw, "'address' and 'size'");
+      inSegment = addSize(inSegment, blk.size, bw, "the block sizes of the segment");
+      if (inSegment > seg.totalSize)
+        fail(bw, fmt::format("the segment's blocks add up to more than its total_size {}", seg.totalSize));
       // 1.13 and 2.0 keep the request and the stack in history[0] (reference notes 4.4).
       Node history, first;
       bool legacy = false;
@@ -316,6 +347,7 @@ class SnapshotBuilder {
   const ReadOptions& options_;
   const uint64_t budget_;
   uint64_t spent_ = 0;
+  uint64_t reserved_ = 0;  // total_size over the segments read so far
   Snapshot snap_;
   std::vector<Frame> frames_;
   std::unordered_map<const void*, StackId> stackOf_;  // frames lists already read, by shared object

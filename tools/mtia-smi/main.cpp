@@ -3,6 +3,7 @@
 // management library (<mtia/mtia_ml.h>); it never starts a device. Output
 // contract: data only on stdout, errors only on stderr, exit codes in
 // smi_error.hpp.
+#include "argument_checks.hpp"
 #include "machine_sample.hpp"
 #include "query_fields.hpp"
 #include "smi_error.hpp"
@@ -13,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -47,6 +49,10 @@ std::string version() {
   return std::to_string(MTIA_VERSION_MAJOR) + "." + std::to_string(MTIA_VERSION_MINOR) + "." +
          std::to_string(MTIA_VERSION_PATCH);
 }
+
+// Intervals beyond a day are a typing error rather than a plan (and bound what the sleeps convert).
+constexpr double kMostSeconds = 86400;
+constexpr int64_t kMostRepeats = INT32_MAX;
 
 void emit(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -88,8 +94,8 @@ int run(const Options& o, CLI::App& app) {
   }
   if (!o.format.empty() && o.queryDevice.empty() && o.queryApps.empty())
     throw SmiError(kExitBadArguments, "--format goes with --query-gpu or --query-compute-apps");
-  if (o.loopSeconds < 0) throw SmiError(kExitBadArguments, "-l: the interval must be positive");
-  if (o.count < 0) throw SmiError(kExitBadArguments, "-c: the count must be 0 or more");
+  if (app.get_option("--loop")->count() > 0) checkSeconds("-l/--loop", o.loopSeconds, kMostSeconds);
+  checkWhole("-c/--count", o.count, 0, kMostRepeats, "a number of repeats (0: until interrupted)");
 
   // Validate every argument before touching the machine: bad arguments are exit 2 whatever its state.
   CsvOptions csv;
@@ -128,7 +134,7 @@ int run(const Options& o, CLI::App& app) {
     return kExitOk;
   }
   if (CLI::App* dmon = app.get_subcommand("dmon"); dmon->parsed()) {
-    if (o.dmonDelay <= 0) throw SmiError(kExitBadArguments, "dmon -d: the delay must be positive");
+    checkSeconds("dmon -d/--delay", o.dmonDelay, kMostSeconds);
     repeat(true, o.dmonDelay, o.count, [&](int64_t i) {
       const MachineSample sample = takeSample();
       if (o.json) {

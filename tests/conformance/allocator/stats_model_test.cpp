@@ -110,8 +110,12 @@ bool expandable() {
     if (s.allocation[v].current - start.count[v] != m.count[v])
       return fail("allocation." + view + " is " + std::to_string(s.allocation[v].current) + ", the model says " +
                   std::to_string(m.count[v] + start.count[v]));
-    if (s.requested_bytes[v].current - start.requested[v] != m.requested[v])
+    // A free still waiting for other streams keeps its request in requested_bytes (as in active_bytes).
+    const int64_t requested = s.requested_bytes[v].current - start.requested[v];
+    if (m.maybePending ? requested < m.requested[v] : requested != m.requested[v])
       return fail("requested_bytes." + view + " disagrees with the model");
+    if (s.requested_bytes[v].current > s.active_bytes[v].current)
+      return fail("requested_bytes." + view + " > active_bytes");
     const int64_t alloc = s.allocated_bytes[v].current - start.roundedBytes[v];
     if ((v == mtiaStatSmallPool || grows) && alloc != m.roundedBytes[v])
       return fail("allocated_bytes." + view + " is not the sum of the rounded sizes");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Python's pickle (Debian's python3) reads the runtime's pickle snapshot as the same document as its
-# JSON snapshot (tuples read back as lists), and the document has PyTorch 2.x's keys and invariants.
+# JSON snapshot (tuples read back as lists), and the document has PyTorch 2.x's keys and invariants
+# (the default stream written as 0 in both).
 # Usage: snapshot_python_check.sh HISTORY_DUMP
 set -euo pipefail
 dump=$1
@@ -45,5 +46,9 @@ alloc = next(e for e in j["device_traces"][0] if e["action"] == "alloc")
 assert alloc["user_metadata"] == "step=1", alloc["user_metadata"]
 assert alloc["frames"] and alloc["frames"][0]["name"] == "main", alloc["frames"][:2]
 assert [a["stage"] for a in j["external_annotations"]] == ["START", "END"]
+# Everything ran on the default stream, which PyTorch (and its viewer) writes as 0: in both formats.
+for doc, name in ((j, "JSON"), (raw, "pickle")):
+    assert all(s["stream"] == 0 for s in doc["segments"]), (name, [s["stream"] for s in doc["segments"]])
+    assert all(e["stream"] == 0 for e in doc["device_traces"][0]), (name, {e["stream"] for e in doc["device_traces"][0]})
 print("ok:", len(j["segments"]), "segments,", len(j["device_traces"][0]), "trace entries")
 PY
