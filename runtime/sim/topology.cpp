@@ -20,9 +20,10 @@ struct Topology::State {
 
 namespace {
 
-// The sim has no logger of its own (it is a plug-in); a refused HWLOC_* setting is a user's mistake worth
-// one line on stderr, unless MTIA_LOG_LEVEL silences warnings as the runtime's logger would.
-void warnUnknown(const std::string& why) {
+// The sim has no logger of its own (it is a plug-in); a refused HWLOC_* setting is ignored on purpose,
+// which the user should hear of: one line on stderr, unless MTIA_LOG_LEVEL silences warnings as the
+// runtime's logger would.
+void warnRefused(const std::string& why) {
   const char* level = std::getenv("MTIA_LOG_LEVEL");
   if (level != nullptr && (std::strcmp(level, "error") == 0 || std::strcmp(level, "off") == 0)) return;
   std::fprintf(stderr, "mtia: warning: host topology unknown, devices get no NUMA node: %s\n", why.c_str());
@@ -36,10 +37,11 @@ Topology::Topology() : state_(new State) {
   // every process using a device comes here during initialisation and topology is never needed to run
   // work. A refused input or a failed load leaves the topology unknown: no NUMA node, no binding.
   std::string why;
-  hwloc_topology_t topology = topology::loadBoundedTopology(topology::IoObjects::Skip, why);
+  bool refused = false;
+  hwloc_topology_t topology = topology::loadBoundedTopology(topology::IoObjects::Skip, why, &refused);
   if (topology == nullptr) {
     state_->unknownReason = why;
-    warnUnknown(why);
+    if (refused) warnRefused(why);  // hwloc's own failures stay quiet here, as before; mtia-smi topo says why
     return;
   }
   state_->topology = topology;

@@ -170,7 +170,8 @@ bool checkSynthetic(std::string_view description, std::string& why) {
   return true;
 }
 
-hwloc_topology_t loadBoundedTopology(IoObjects io, std::string& why) {
+hwloc_topology_t loadBoundedTopology(IoObjects io, std::string& why, bool* refused) {
+  if (refused != nullptr) *refused = true;
   // hwloc's own order of precedence (topology.c): FSROOT, then CPUID_PATH, then SYNTHETIC, then XMLFILE.
   // Each one set is checked, also those hwloc would not use, so a refusal never depends on precedence.
   std::string problem;
@@ -198,6 +199,7 @@ hwloc_topology_t loadBoundedTopology(IoObjects io, std::string& why) {
     }
   }
 
+  if (refused != nullptr) *refused = false;
   hwloc_topology_t topology = nullptr;
   if (hwloc_topology_init(&topology) != 0) {
     why = "hwloc_topology_init failed: " + errnoText(errno);

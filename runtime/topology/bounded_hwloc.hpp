@@ -39,9 +39,10 @@ enum class IoObjects { Skip, Keep };
 // HWLOC_FSROOT and HWLOC_CPUID_PATH must name directories. The x86 backend is left out unless
 // HWLOC_COMPONENTS chooses components (it binds the thread to every CPU in turn for cache details no
 // caller reads). Returns nullptr and sets why (naming the variable) when an input is refused or hwloc
-// fails; the caller owns the result (hwloc_topology_destroy). Thread-safe (touches no shared state
+// fails, and *refused (when given) to whether an input was refused, which the caller may want to warn
+// about; the caller owns the result (hwloc_topology_destroy). Thread-safe (touches no shared state
 // but reads the environment); blocks for the load (milliseconds, sysfs or the file).
-hwloc_topology_t loadBoundedTopology(IoObjects io, std::string& why);
+hwloc_topology_t loadBoundedTopology(IoObjects io, std::string& why, bool* refused = nullptr);
 
 // The checks, exposed for tests. Each returns true when text is acceptable, else false with why set.
 // checkXmlNesting counts element nesting (comments, processing instructions, CDATA and quoted
