@@ -129,7 +129,10 @@ MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* 
 /* Where device dev sits in the host (hwloc; simulated devices are attached to the host's NUMA nodes
  * in turn) and its link to every device of the machine. The first call after mtiamlInit loads the host
  * topology with its PCI tree (milliseconds). Errors: mtiaErrorInvalidValue (topology NULL or structSize
- * too small), mtiaErrorInvalidDevice, mtiaErrorNotSupported (hwloc cannot load the topology). */
+ * too small), mtiaErrorInvalidDevice, mtiaErrorNotSupported (the topology is unknown: hwloc cannot load
+ * it, or an HWLOC_XMLFILE / HWLOC_SYNTHETIC / HWLOC_FSROOT / HWLOC_CPUID_PATH setting was refused as
+ * unsafe (not a regular file, over 16 MiB or nested over 128 levels, over 65536 objects, not a
+ * directory); the message names it). */
 MTIA_API mtiaError_t mtiamlDeviceGetTopology(int32_t dev, mtiamlTopology* topology);
 
 /* Other simulated machines of this user (mtia-smi --all-machines). */
