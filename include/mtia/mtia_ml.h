@@ -109,10 +109,13 @@ MTIA_API mtiaError_t mtiamlDeviceGetCount(int32_t* count);
  * mtiaErrorInvalidValue (info NULL or structSize too small), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetInfo(int32_t dev, mtiamlDeviceInfo* info);
 /* The live processes holding memory of device dev, in registry slot order. On entry *count is the
- * capacity of infos (which may be NULL when *count is 0); on return it is the number of processes.
- * Each entry's structSize is set by the caller. Never blocks. Errors: mtiaErrorInvalidValue (count
- * NULL, infos NULL with a nonzero *count, an entry's structSize too small, or more processes than
- * *count: then *count holds the number needed and nothing else is written), mtiaErrorInvalidDevice. */
+ * capacity of infos; on return it is the number of processes. infos NULL with *count 0 asks for the
+ * number only: success, *count set, nothing written. Each entry's structSize is set by the caller, the
+ * same in every entry (sizeof the struct the caller was built with): entry i is read and written at
+ * i * infos[0].structSize bytes, so a program built against an older, smaller struct gets its own
+ * layout. Never blocks. Errors: mtiaErrorInvalidValue (count NULL, infos NULL with a nonzero *count,
+ * infos[0].structSize below 4 or another entry's different from it, or more processes than *count:
+ * then *count holds the number needed and nothing else is written), mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtiamlProcessInfo* infos);
 /* Busy share of device dev from the processes' busy-time counters (engine time spent running each
  * process's commands) over a recent window, like NVML's sample period: each process checkpoints its
@@ -126,7 +129,10 @@ MTIA_API mtiaError_t mtiamlDeviceGetUtilization(int32_t dev, mtiamlUtilization* 
 /* Where device dev sits in the host (hwloc; simulated devices are attached to the host's NUMA nodes
  * in turn) and its link to every device of the machine. The first call after mtiamlInit loads the host
  * topology with its PCI tree (milliseconds). Errors: mtiaErrorInvalidValue (topology NULL or structSize
- * too small), mtiaErrorInvalidDevice, mtiaErrorNotSupported (hwloc cannot load the topology). */
+ * too small), mtiaErrorInvalidDevice, mtiaErrorNotSupported (the topology is unknown: hwloc cannot load
+ * it, or an HWLOC_XMLFILE / HWLOC_SYNTHETIC / HWLOC_FSROOT / HWLOC_CPUID_PATH setting was refused as
+ * unsafe (not a regular file, over 16 MiB or nested over 128 levels, over 65536 objects, not a
+ * directory); the message names it). */
 MTIA_API mtiaError_t mtiamlDeviceGetTopology(int32_t dev, mtiamlTopology* topology);
 
 /* Other simulated machines of this user (mtia-smi --all-machines). */

@@ -121,9 +121,14 @@ MTIA_API mtiaError_t mtiamlDeviceGetInfo(int32_t dev, mtiamlDeviceInfo* info) {
 MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtiamlProcessInfo* infos) {
   return apiCall("mtiamlDeviceGetProcesses", [&] {
     mtia::requireNonNull(count, "count");
-    if (*count > 0) mtia::requireNonNull(infos, "infos");
-    for (uint32_t i = 0; i < *count; ++i) mtia::checkSized(&infos[i], "infos[i]");
+    // Entries lie at the caller's structSize apart: a program built against an older, smaller
+    // mtiamlProcessInfo has its own stride (SizedArray), not sizeof(mtiamlProcessInfo).
+    const mtia::SizedArray entries(infos, *count, "infos");
     const auto records = Management::with([&](Management& m) { return m.processesOf(dev); });
+    if (infos == nullptr && *count == 0) {  // the query for the number of entries needed
+      *count = static_cast<uint32_t>(records.size());
+      return;
+    }
     if (records.size() > *count) {
       const uint32_t capacity = *count;
       *count = static_cast<uint32_t>(records.size());
@@ -139,7 +144,7 @@ MTIA_API mtiaError_t mtiamlDeviceGetProcesses(int32_t dev, uint32_t* count, mtia
       out.memoryAllocated = f.allocated;
       out.memoryPeakReserved = f.peakReserved;
       out.memoryPeakAllocated = f.peakAllocated;
-      mtia::writeSized(&infos[i], out);
+      entries.write(static_cast<uint32_t>(i), out);
     }
     *count = static_cast<uint32_t>(records.size());
   });

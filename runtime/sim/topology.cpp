@@ -1,9 +1,13 @@
 #include "topology.hpp"
 
+#include "runtime/topology/bounded_hwloc.hpp"
+
 #include <hwloc.h>
 
+#include <cstdio>
 #include <cstdlib>
-
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace mtia::sim {
@@ -11,20 +15,33 @@ namespace mtia::sim {
 struct Topology::State {
   hwloc_topology_t topology = nullptr;
   std::vector<hwloc_obj_t> nodes;  // NUMA nodes in logical order
+  std::string unknownReason;       // why topology is nullptr
 };
 
+namespace {
+
+// The sim has no logger of its own (it is a plug-in); a refused HWLOC_* setting is ignored on purpose,
+// which the user should hear of: one line on stderr, unless MTIA_LOG_LEVEL silences warnings as the
+// runtime's logger would.
+void warnRefused(const std::string& why) {
+  const char* level = std::getenv("MTIA_LOG_LEVEL");
+  if (level != nullptr && (std::strcmp(level, "error") == 0 || std::strcmp(level, "off") == 0)) return;
+  std::fprintf(stderr, "mtia: warning: host topology unknown, devices get no NUMA node: %s\n", why.c_str());
+}
+
+}  // namespace
+
 Topology::Topology() : state_(new State) {
-  hwloc_topology_t topology = nullptr;
-  if (hwloc_topology_init(&topology) != 0) return;
-  // Only CPUs and NUMA nodes matter here; the default filters skip the slow I/O discovery. hwloc reads
-  // HWLOC_XMLFILE / HWLOC_SYNTHETIC by itself, which is how tests inject a multi-node machine. Every
-  // process describing a device comes here (mtia-smi's start-up too): the x86 backend, which binds the
-  // thread to each CPU in turn to run cpuid for cache details, is left out unless HWLOC_COMPONENTS
-  // chooses the components.
-  if (std::getenv("HWLOC_COMPONENTS") == nullptr)
-    (void)hwloc_topology_set_components(topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-  if (hwloc_topology_load(topology) != 0) {
-    hwloc_topology_destroy(topology);
+  // Only CPUs and NUMA nodes matter here; the default filters skip the slow I/O discovery. HWLOC_XMLFILE /
+  // HWLOC_SYNTHETIC are how tests inject a multi-node machine; the bounded load checks them first, since
+  // every process using a device comes here during initialisation and topology is never needed to run
+  // work. A refused input or a failed load leaves the topology unknown: no NUMA node, no binding.
+  std::string why;
+  bool refused = false;
+  hwloc_topology_t topology = topology::loadBoundedTopology(topology::IoObjects::Skip, why, &refused);
+  if (topology == nullptr) {
+    state_->unknownReason = why;
+    if (refused) warnRefused(why);  // hwloc's own failures stay quiet here, as before; mtia-smi topo says why
     return;
   }
   state_->topology = topology;
@@ -38,6 +55,8 @@ const Topology& Topology::instance() {
   static const Topology* topology = new Topology();  // leaky on purpose, see state_
   return *topology;
 }
+
+const std::string& Topology::unknownReason() const { return state_->unknownReason; }
 
 int32_t Topology::numaNodeOfDevice(int32_t dev) const {
   if (state_->nodes.empty() || dev < 0) return -1;

@@ -1,5 +1,7 @@
 #include "host_topology.hpp"
 
+#include "bounded_hwloc.hpp"
+
 #include <hwloc.h>
 
 #include <cstdlib>
@@ -82,25 +84,13 @@ const char* linkName(Link link) {
 }
 
 std::unique_ptr<HostTopology> HostTopology::load(std::string& error) {
+  // I/O objects are dropped by default; bridges and PCI devices are what the link matrix reads. The
+  // bounded load refuses hostile HWLOC_* input instead of handing it to hwloc (bounded_hwloc.hpp).
+  hwloc_topology_t topology = loadBoundedTopology(IoObjects::Keep, error);
+  if (topology == nullptr) return nullptr;
   std::unique_ptr<HostTopology> host(new HostTopology());
   host->state_ = std::make_unique<State>();
-  if (hwloc_topology_init(&host->state_->topology) != 0) {
-    host->state_->topology = nullptr;
-    error = "hwloc_topology_init failed";
-    return nullptr;
-  }
-  // I/O objects are dropped by default; bridges and PCI devices are what the link matrix reads.
-  hwloc_topology_set_io_types_filter(host->state_->topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  // Start-up cost (mtia-smi, bench/run_smi.sh): the x86 backend binds this thread to every CPU in turn to
-  // run cpuid, for cache and core details the matrix never reads (it reads NUMA nodes, CPU sets and the
-  // PCI tree, which the Linux backend finds in sysfs). Left alone when the user chose components
-  // (HWLOC_COMPONENTS).
-  if (std::getenv("HWLOC_COMPONENTS") == nullptr)
-    (void)hwloc_topology_set_components(host->state_->topology, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-  if (hwloc_topology_load(host->state_->topology) != 0) {
-    error = "hwloc could not load the host topology (check HWLOC_XMLFILE)";
-    return nullptr;
-  }
+  host->state_->topology = topology;
   return host;
 }
 

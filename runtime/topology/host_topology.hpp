@@ -34,7 +34,7 @@ struct Placement {
 class HostTopology {
  public:
   // Loads the host topology including PCI bridges and devices. Returns nullptr and sets error when
-  // hwloc cannot load it.
+  // hwloc cannot load it or an HWLOC_* input is refused (loadBoundedTopology, bounded_hwloc.hpp).
   static std::unique_ptr<HostTopology> load(std::string& error);
   ~HostTopology();
   HostTopology(const HostTopology&) = delete;

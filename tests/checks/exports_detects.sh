@@ -2,7 +2,9 @@
 # exports_detects.sh: proves that tools/check_exports.sh passes a library
 # that matches its version script and fails the ways one can go wrong: a
 # symbol the script lists but the library lacks, a leaked non-mtia symbol,
-# an mtia symbol outside the script. Builds small shared libraries from
+# an mtia symbol outside the script, a symbol without a version (an anonymous
+# node), a node outside the MTIA_1.<minor> scheme, a later node that does not
+# inherit the one before, a symbol listed in two nodes. Builds small shared libraries from
 # tests/checks/fixtures/exports with ${CC:-cc}.
 set -euo pipefail
 
@@ -45,6 +47,10 @@ expect() {
 build scripted good.map
 build unscripted
 build patterned pattern.map
+build unversioned unversioned.map
+build two_versions two_versions.map
+build not_inherited not_inherited.map
+build foreign_name foreign_name.map
 
 expect "library matching its version script passes" 0 scripted good.map
 expect "names inside comments are not globals" 0 scripted good.map "2 global symbols"
@@ -56,6 +62,21 @@ expect "mtia symbol outside the version script fails" 1 unscripted good.map \
   "not in the global: list of" "mtiaInternalExtra"
 expect "pattern global: mtia* matches the mtia symbols" 0 patterned pattern.map
 expect "pattern does not excuse a non-mtia symbol" 1 unscripted pattern.map "helper_leak"
+expect "anonymous node: unversioned symbols fail" 1 unversioned unversioned.map \
+  "version node without a name" "exported without a symbol version: mtiaFoo" \
+  "exported without a symbol version: mtiaBar"
+expect "library without a version script is unversioned" 1 unscripted good.map \
+  "exported without a symbol version: mtiaFoo"
+expect "a later minor node inheriting the previous passes" 0 two_versions two_versions.map \
+  "each with its version"
+expect "a symbol exported with another node's version fails" 1 two_versions good.map \
+  "exported with version MTIA_1.1 but listed in node MTIA_1.0" "mtiaBar"
+expect "a later node that does not inherit fails" 1 not_inherited not_inherited.map \
+  "version node MTIA_1.1" "must inherit MTIA_1.0"
+expect "a node outside MTIA_1.<minor> fails" 1 foreign_name foreign_name.map \
+  "version node FIXTURE_1.0" "is not named MTIA_1.<minor>"
+expect "a symbol listed in two nodes fails" 1 two_versions moved.map \
+  "listed in two version nodes" "mtiaFoo"
 
 if ((failures)); then
   echo "exports_detects: $failures case(s) failed"

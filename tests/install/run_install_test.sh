@@ -6,7 +6,9 @@
 #   1. compiles consumer.c with cc -std=c99 -pedantic and pkg-config's flags
 #      for `mtia`, and runs it;
 #   2. builds and runs cmake_consumer/ (find_package(mtia) -> mtia::mtia);
-#   3. builds and runs meson_consumer/ (dependency('mtia') via pkg-config).
+#   3. builds and runs meson_consumer/ (dependency('mtia') via pkg-config);
+#   4. runs the installed programs mtia-smi, mtia-mem and mtia-demo with no
+#      LD_LIBRARY_PATH: their run path must find the installed libmtia.so.1.
 # cmake: `cmake --install BUILD_DIR --prefix TMP`; meson: `DESTDIR=TMP meson
 # install`, read through PKG_CONFIG_SYSROOT_DIR.
 # Environment: CC, CMAKE, MESON (the tools); MTIA_TEST_CFLAGS (e.g.
@@ -123,5 +125,32 @@ grep -h 'Run-time dependency mtia' "$work/quiet.log" || true
 quietly "$meson_tool" compile -C "$work/meson-consumer"
 run_consumer "$work/meson-consumer/consumer"
 
+step "4. the installed programs run as installed (no LD_LIBRARY_PATH)"
+# run_installed NAME ARGS...: the program of the install tree, its libmtia from the install tree (its
+# run path, nothing from the environment), exit status 0.
+run_installed() {
+  local name="$1" exe loaded
+  shift
+  exe="$(find "$root" -path "*/bin/$name" -type f | head -n 1)"
+  [[ -n "$exe" && -x "$exe" ]] || fail "no installed program bin/$name in the install tree"
+  loaded="$(env -u LD_LIBRARY_PATH ldd "$exe" | awk '/libmtia\.so/ { print $3 }')"
+  [[ "$loaded" == not ]] && loaded="" # ldd: "libmtia.so.1 => not found"
+  if [[ -z "$loaded" ]] || ! under_root "$loaded"; then
+    env -u LD_LIBRARY_PATH ldd "$exe" | sed 's/^/    /' >&2
+    fail "installed $name loads libmtia from '${loaded:-nowhere}', not the install tree (run path: $(readelf -d "$exe" | grep -E 'RPATH|RUNPATH' || echo none))"
+  fi
+  echo "$name: libmtia from ${loaded#"$(realpath "$root")"/}"
+  local rc=0
+  env -u LD_LIBRARY_PATH "$exe" "$@" >"$work/$name.out" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    sed 's/^/    /' "$work/$name.out" >&2
+    fail "installed $name $* exited with status $rc"
+  fi
+}
+run_installed mtia-smi
+run_installed mtia-smi topo -m
+run_installed mtia-mem --help
+run_installed mtia-demo
+
 echo
-echo "install test ($system): the installed headers, libmtia.so, mtia.pc and CMake package work"
+echo "install test ($system): the installed headers, libmtia.so, mtia.pc, CMake package and programs work"
