@@ -6,6 +6,7 @@
 #include "tests/ipc/ipc_test_util.hpp"
 
 #include <mtia/mtia.h>
+#include <mtia/mtia_ml.h>
 
 #include <gtest/gtest.h>
 
@@ -85,8 +86,10 @@ TEST(Fork, EveryDeviceCallInAChildFailsAtOnce) {
       IPC_CHECK(count == 0);
       // The management library reads the registry, not the runtime: it keeps working.
       int32_t mlCount = 0;
+      IPC_CHECK(mtiamlInit() == mtiaSuccess);
       IPC_CHECK(mtiamlDeviceGetCount(&mlCount) == mtiaSuccess);
       IPC_CHECK(mlCount == 1);
+      IPC_CHECK(mtiamlShutdown() == mtiaSuccess);
       return 0;  // exit(): the runtime's exit handler must not wait for the parent's queued work
     });
     IPC_CHECK(waitChild(child) == 0);
