@@ -6,6 +6,7 @@
 #include "tests/ipc/ipc_test_util.hpp"
 
 #include <mtia/mtia.h>
+#include <mtia/mtia_ml.h>
 
 #include <gtest/gtest.h>
 
