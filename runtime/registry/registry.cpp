@@ -5,6 +5,7 @@
 #include "fork_guard.hpp"
 #include "process_identity.hpp"
 #include "requests.hpp"
+#include "shared_object.hpp"
 #include "test_hooks.hpp"
 
 #include <unistd.h>
@@ -87,14 +88,15 @@ Status Registry::open(const MachineSpec& spec, const Options& options, std::uniq
   request.machine = spec.description();
   request.capacity.assign(spec.devices, spec.memoryBytes);
   request.lockTimeout = options.lockTimeout;
-  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  if (Status s = openObject(request, registry->lock_, *registry->object_); !s) return s;
   registry->name_ = request.name;
-  registry->directory_ = registry->object_.directory;
-  registry->notice_ = registry->object_.notice;
+  registry->directory_ = registry->object_->directory;
+  registry->notice_ = registry->object_->notice;
   registry->lockTimeout_ = options.lockTimeout;
-  registry->header_ = registry->object_.header;
-  registry->created_ = registry->object_.created;
-  registry->recreated_ = registry->object_.recreated;
+  registry->header_ = registry->object_->header;
+  registry->slots_ = registry->object_->slots;
+  registry->created_ = registry->object_->created;
+  registry->recreated_ = registry->object_->recreated;
   registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
   fork_guard::track(registry->lock_.fd());
   out = std::move(registry);
@@ -106,12 +108,13 @@ Status Registry::openReadOnly(const std::string& objectName, std::unique_ptr<Reg
   ObjectRequest request;
   request.name = objectName;
   request.create = false;
-  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  if (Status s = openObject(request, registry->lock_, *registry->object_); !s) return s;
   registry->name_ = objectName;
-  registry->directory_ = registry->object_.directory;
-  registry->notice_ = registry->object_.notice;
+  registry->directory_ = registry->object_->directory;
+  registry->notice_ = registry->object_->notice;
   registry->readOnly_ = true;
-  registry->header_ = registry->object_.header;
+  registry->header_ = registry->object_->header;
+  registry->slots_ = registry->object_->slots;
   registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
   fork_guard::track(registry->lock_.fd());
   out = std::move(registry);
@@ -124,16 +127,19 @@ Status Registry::openExisting(const std::string& objectName, std::unique_ptr<Reg
   request.name = objectName;
   request.create = false;
   request.writable = true;
-  if (Status s = openObject(request, registry->lock_, registry->object_); !s) return s;
+  if (Status s = openObject(request, registry->lock_, *registry->object_); !s) return s;
   registry->name_ = objectName;
-  registry->directory_ = registry->object_.directory;
-  registry->notice_ = registry->object_.notice;
-  registry->header_ = registry->object_.header;
+  registry->directory_ = registry->object_->directory;
+  registry->notice_ = registry->object_->notice;
+  registry->header_ = registry->object_->header;
+  registry->slots_ = registry->object_->slots;
   registry->forkGeneration_.store(fork_guard::generation(), std::memory_order_relaxed);
   fork_guard::track(registry->lock_.fd());
   out = std::move(registry);
   return Status::ok();
 }
+
+Registry::Registry() : object_(std::make_unique<MappedObject>()) {}
 
 Registry::~Registry() {
   refreshAfterFork();

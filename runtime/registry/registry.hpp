@@ -17,7 +17,6 @@
 #include "lock_file.hpp"
 #include "machine_name.hpp"
 #include "request_watcher.hpp"
-#include "shared_object.hpp"
 #include "status.hpp"
 
 #include <atomic>
@@ -29,6 +28,10 @@
 #include <vector>
 
 namespace mtia::registry {
+
+// The mapped object (shared_object.hpp): held by pointer so that this header, which the simulated
+// driver and the management library include, does not pull in Boost.Interprocess.
+struct MappedObject;
 
 struct DeviceFigures {
   uint64_t reserved = 0;
@@ -198,12 +201,12 @@ class Registry {
   uint64_t admissionRecoveries() const { return recoveries_.load(std::memory_order_relaxed); }
 
  private:
-  Registry() = default;
+  Registry();
   void refreshAfterFork() const;
   Status claimSlotLocked();
   uint64_t usedLocked(uint32_t device) const;
   bool alive(uint32_t slot) const;
-  Slot& slotAt(uint32_t index) const { return object_.slots[index]; }
+  Slot& slotAt(uint32_t index) const { return slots_[index]; }
   // Whether ref's exporter slot is alive with the same registration; the message says why not.
   Status exporterLive(const IpcRef& ref, uint32_t& pid) const;
   uint64_t nextGeneration() { return ipcGeneration_.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -215,8 +218,9 @@ class Registry {
   bool created_ = false;
   bool recreated_ = false;
   std::chrono::milliseconds lockTimeout_{5000};
-  MappedObject object_;
+  std::unique_ptr<MappedObject> object_;  // never null
   Header* header_ = nullptr;
+  Slot* slots_ = nullptr;
   mutable LockFile lock_;
   mutable std::mutex mu_;  // attach and fork refresh
   mutable std::atomic<uint64_t> forkGeneration_{0};

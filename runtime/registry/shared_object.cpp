@@ -4,8 +4,11 @@
 #include "test_hooks.hpp"
 #include "user_directory.hpp"
 
+#include <boost/interprocess/exceptions.hpp>
+#include <boost/interprocess/file_mapping.hpp>
+#include <boost/interprocess/mapped_region.hpp>
+
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,20 +19,7 @@
 #include <ctime>
 
 namespace mtia::registry {
-
-Mapping::~Mapping() {
-  if (address_ != nullptr) ::munmap(address_, size_);
-}
-
-Mapping& Mapping::operator=(Mapping&& other) noexcept {
-  if (this != &other) {
-    if (address_ != nullptr) ::munmap(address_, size_);
-    address_ = other.address_;
-    size_ = other.size_;
-    other.address_ = nullptr;
-  }
-  return *this;
-}
+namespace bip = boost::interprocess;
 
 namespace {
 
@@ -59,12 +49,36 @@ Status fromErrno(const std::string& what, const std::string& path, int err) {
   return Status::error(codeForErrno(err), what + " " + path + ": " + std::strerror(err));
 }
 
-// The whole file, shared; writable or read-only.
-Status mapFile(int fd, size_t size, bool writable, const std::string& path, Mapping& out) {
-  void* address = ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
-  if (address == MAP_FAILED) return fromErrno("cannot map registry", path, errno);
-  out = Mapping(address, size);
-  return Status::ok();
+Status fromException(const std::string& what, const std::string& path, const bip::interprocess_exception& e) {
+  const int err = e.get_native_error();
+  return Status::error(err ? codeForErrno(err) : Code::System,
+                       what + " " + path + ": " + (err ? std::strerror(err) : e.what()));
+}
+
+// Maps the first size bytes of the file at path, shared, writable or read-only, with
+// Boost.Interprocess. fd is the descriptor the caller opened at path without following links and
+// checked (owner, type, mode); file_mapping opens the path again, so the file it got must be that
+// same inode. The directory is private to the user, so nobody else can swap it; a mismatch means a
+// process of the user's own broke the locking protocol, and is refused rather than mapped.
+Status mapCheckedFile(int fd, const std::string& path, size_t size, bool writable, bip::mapped_region& out) {
+  struct stat checked;
+  if (::fstat(fd, &checked) != 0) return fromErrno("cannot stat registry", path, errno);
+  const bip::mode_t mode = writable ? bip::read_write : bip::read_only;
+  try {
+    testing::runHook(testing::Point::BeforeMap);
+    bip::file_mapping file(path.c_str(), mode);
+    struct stat mapped;
+    if (::fstat(file.get_mapping_handle().handle, &mapped) != 0) return fromErrno("cannot stat registry", path, errno);
+    if (mapped.st_dev != checked.st_dev || mapped.st_ino != checked.st_ino)
+      return Status::error(Code::Permission, "registry " + path +
+                                                 " was replaced while it was being opened (another file at that "
+                                                 "path); refusing it");
+    // The checked size, not the file's size now: the caller validated exactly these bytes.
+    out = bip::mapped_region(file, mode, 0, size);
+    return Status::ok();
+  } catch (const bip::interprocess_exception& e) {
+    return fromException("cannot map registry", path, e);
+  }
 }
 
 // Closes a descriptor when the scope ends.
@@ -153,8 +167,8 @@ Status createObject(const ObjectRequest& request, const std::string& path, Mappe
     return undo(Status::error(codeForErrno(rc), "cannot reserve " + std::to_string(bytes) + " bytes for registry file " +
                                                     path + ": posix_fallocate failed: " + std::strerror(rc)));
   }
-  Mapping region;
-  if (Status s = mapFile(file.fd, bytes, true, path, region); !s) return undo(s);
+  bip::mapped_region region;
+  if (Status s = mapCheckedFile(file.fd, path, bytes, true, region); !s) return undo(s);
   auto* header = static_cast<Header*>(region.get_address());
   header->state.store(static_cast<uint32_t>(ObjectState::Initializing), std::memory_order_release);
   testing::runHook(testing::Point::AfterInitializing);
@@ -228,8 +242,8 @@ Status openObject(const ObjectRequest& given, LockFile& lock, MappedObject& out)
     if (Status s = checkOwner(file.fd, request.name, st); !s) return s;
     std::string why = "size " + std::to_string(st.st_size) + " is too small";
     if (static_cast<uint64_t>(st.st_size) >= kHeaderBytes) {
-      Mapping region;
-      if (Status s = mapFile(file.fd, static_cast<size_t>(st.st_size), writable, path, region); !s) return s;
+      bip::mapped_region region;
+      if (Status s = mapCheckedFile(file.fd, path, static_cast<size_t>(st.st_size), writable, region); !s) return s;
       auto* header = static_cast<Header*>(region.get_address());
       why = invalidReason(*header, static_cast<uint64_t>(st.st_size), request);
       if (why.empty()) {

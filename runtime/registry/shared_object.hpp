@@ -1,7 +1,10 @@
 // The registry object itself: the create/open protocol of
 // reference/smi-topology-ipc.md section 4.6. The object is a file of the
 // user's private directory (user_directory.hpp) in /dev/shm, opened without
-// following links and mapped shared. Every open runs under the lock file's creation byte, so
+// following links and checked (owner, type, mode) on that descriptor; Boost.Interprocess
+// then maps that same file (the inode is compared) shared. Registry-internal: this header
+// includes Boost, so only runtime/registry's own sources may include it (registry.hpp does not).
+// Every open runs under the lock file's creation byte, so
 // a creator that died half-way leaves a lock the kernel already dropped and an
 // object whose state is not Ready: the next opener removes and recreates it
 // (read-write) or reports it unavailable (read-only); nobody ever spins on it.
@@ -11,6 +14,8 @@
 #include "lock_file.hpp"
 #include "status.hpp"
 
+#include <boost/interprocess/mapped_region.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -18,24 +23,6 @@
 #include <vector>
 
 namespace mtia::registry {
-
-// A shared mapping of a whole file, unmapped when destroyed.
-class Mapping {
- public:
-  Mapping() = default;
-  Mapping(void* address, size_t size) : address_(address), size_(size) {}
-  ~Mapping();
-  Mapping(Mapping&& other) noexcept : address_(other.address_), size_(other.size_) { other.address_ = nullptr; }
-  Mapping& operator=(Mapping&& other) noexcept;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  void* get_address() const { return address_; }
-  size_t get_size() const { return size_; }
-
- private:
-  void* address_ = nullptr;
-  size_t size_ = 0;
-};
 
 struct ObjectRequest {
   std::string name;                // the object's file name in the user's directory (machine_name.hpp)
@@ -49,7 +36,7 @@ struct ObjectRequest {
 };
 
 struct MappedObject {
-  Mapping region;
+  boost::interprocess::mapped_region region;  // the whole object, shared
   std::string directory;  // the user's directory the object lies in
   std::string notice;     // why a fall-back directory is used ("" when the usual one is)
   Header* header = nullptr;
@@ -65,9 +52,11 @@ constexpr off_t openerLockByte() { return off_t{1} << 24; }
 
 // Opens lock on lockPath(directory, request.name) (creating it when request.create) and keeps it
 // open: the caller's slot locks live on it. Errors: Permission (a file of another owner, a link, group
-// or other permission bits), NotFound (create false and no object), NoSpace (/dev/shm is full), System
-// (the message names the file and the failed call, e.g. a file size limit below the object's size),
-// Unavailable, Timeout, InvalidArgument.
+// or other permission bits, a file replaced between the checked open and the mapping), NotFound (create
+// false and no object), NoSpace (/dev/shm is full), System (the message names the file and the failed
+// call, e.g. a file size limit below the object's size or a failed mapping), Unavailable, Timeout,
+// InvalidArgument. Blocking: up to request.lockTimeout on the lock file. Thread safety: any thread;
+// lock and out belong to the caller. Never throws (Boost's exceptions become a Status).
 Status openObject(const ObjectRequest& request, LockFile& lock, MappedObject& out);
 
 // Removes the object and its lock file when no slot has a live owner and no live process holds it open

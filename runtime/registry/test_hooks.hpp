@@ -9,6 +9,7 @@ enum class Point {
   AfterInitializing,   // state == Initializing, header not filled
   BeforeReady,         // header and mutex filled, state not yet Ready
   HoldingAdmission,    // inside reserve(), admission mutex held, nothing counted yet
+  BeforeMap,           // object file opened and checked, not yet opened again by Boost to map it
 };
 
 using Hook = void (*)(Point);

@@ -10,6 +10,7 @@
 
 #include "runtime/registry/cleanup.hpp"
 #include "runtime/registry/requests.hpp"
+#include "runtime/registry/shared_object.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,6 +4,8 @@
 // 13 (stale registry after every process died).
 #include "registry_test_util.hpp"
 
+#include "runtime/registry/shared_object.hpp"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>

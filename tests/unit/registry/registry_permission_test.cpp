@@ -3,6 +3,7 @@
 // link; another user can neither read the registry nor see it listed.
 #include "registry_test_util.hpp"
 
+#include "runtime/registry/test_hooks.hpp"
 #include "runtime/registry/user_directory.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace mtia::registry::test {
 namespace {
@@ -67,6 +70,46 @@ TEST(RegistryPermission, ObjectOfAnotherOwnerIsRefused) {
   const Status status = Registry::open(spec, {}, registry);
   EXPECT_EQ(status.code, Code::Permission);
   EXPECT_NE(status.message.find("belongs to uid 65534"), std::string::npos) << status.message;
+  removeMachine(spec);
+}
+
+// The object is opened and checked on a descriptor, then mapped by Boost.Interprocess, which opens
+// the path again: the file it maps must be the checked one. A file renamed over the object in
+// between (here by a test hook; only the user or root can, the directory being private) is refused.
+std::string gReplacement;
+std::string gTarget;
+
+void replaceBeforeMap(testing::Point point) {
+  if (point != testing::Point::BeforeMap || gReplacement.empty()) return;
+  if (std::rename(gReplacement.c_str(), gTarget.c_str()) != 0) std::abort();
+  gReplacement.clear();
+}
+
+TEST(RegistryPermission, ObjectReplacedBeforeMappingIsRefused) {
+  const MachineSpec spec = uniqueMachine();
+  openOrFail(spec).reset();
+  gTarget = objectPath(spec);
+  gReplacement = gTarget + ".other";
+  // A byte-for-byte copy, of the same owner and mode: only the inode tells it apart.
+  std::string bytes;
+  editObject(spec, [&](char* data, size_t size) { bytes.assign(data, size); });
+  const int fd = open(gReplacement.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  close(fd);
+  testing::setHook(replaceBeforeMap);
+  std::unique_ptr<Registry> reader;
+  const Status ro = Registry::openReadOnly(spec.objectName(geteuid()), reader);
+  testing::setHook(nullptr);
+  EXPECT_TRUE(gReplacement.empty()) << "the hook did not run";
+  EXPECT_EQ(ro.code, Code::Permission) << ro.message;
+  EXPECT_NE(ro.message.find("was replaced"), std::string::npos) << ro.message;
+  EXPECT_NE(ro.message.find(gTarget), std::string::npos) << ro.message;
+  // Without interference the (replacement) object opens normally.
+  const Status again = Registry::openReadOnly(spec.objectName(geteuid()), reader);
+  EXPECT_TRUE(again) << again.message;
+  reader.reset();
+  if (!gReplacement.empty()) unlink(gReplacement.c_str());
   removeMachine(spec);
 }
 
