@@ -34,13 +34,6 @@ allocator::DeviceAllocator& Device::createMemory() {
   return *memoryOwner_;
 }
 
-allocator::DeviceAllocator* Device::memoryIfStarted() const { return memory_.load(std::memory_order_acquire); }
-
-bool Device::ownsAddress(const void* ptr) const noexcept {
-  const auto p = reinterpret_cast<uintptr_t>(ptr);
-  return info_.vaSize != 0 && p >= info_.vaBase && p - info_.vaBase < info_.vaSize;
-}
-
 bool Device::setPeerAccess(const Device& peer, bool enable) {
   std::lock_guard lock(mu_);
   if (peers_.contains(peer.ordinal()) == enable) return false;

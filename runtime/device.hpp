@@ -42,9 +42,13 @@ class Device {
     return createMemory();
   }
   // Like memory(), but null until something asked for it.
-  allocator::DeviceAllocator* memoryIfStarted() const;
-  // Whether ptr lies in the device's address range (false when the driver does not say). Lock-free.
-  bool ownsAddress(const void* ptr) const noexcept;
+  allocator::DeviceAllocator* memoryIfStarted() const { return memory_.load(std::memory_order_acquire); }
+  // Whether ptr lies in the device's address range (false when the driver does not say). Lock-free;
+  // inline: every mtiaFree asks.
+  bool ownsAddress(const void* ptr) const noexcept {
+    const auto p = reinterpret_cast<uintptr_t>(ptr);
+    return info_.vaSize != 0 && p >= info_.vaBase && p - info_.vaBase < info_.vaSize;
+  }
 
   // Grants (enable) or revokes kernel access from this device to peer's memory.
   // Returns false when it was already in that state. Throws NotSupported when

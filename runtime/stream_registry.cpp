@@ -56,9 +56,8 @@ void StreamRegistry::destroy(mtiaStream_t handle, const char* argName) {
   // queue is released with the last reference and keeps running what was queued.
 }
 
-void StreamRegistry::registerDefault(Device& dev) {
+void StreamRegistry::registerDefaultSlow(Device& dev) {
   std::atomic<uint64_t>& h = defaults_[static_cast<size_t>(dev.ordinal())];
-  if (h.load(std::memory_order_acquire) != 0) return;
   std::lock_guard lock(defaultMu_);
   if (h.load(std::memory_order_relaxed) == 0) h.store(fromHandle(add(dev.defaultStreamShared())), std::memory_order_release);
 }

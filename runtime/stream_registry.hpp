@@ -59,7 +59,12 @@ class StreamRegistry {
  private:
   mtiaStream_t add(std::shared_ptr<streams::Stream> stream);
   // Gives dev's default stream its handle, creating the stream (starting the device) on first use.
-  void registerDefault(Device& dev);
+  // Inline fast path: every call on the current stream asks.
+  void registerDefault(Device& dev) {
+    if (defaults_[static_cast<size_t>(dev.ordinal())].load(std::memory_order_acquire) == 0) [[unlikely]]
+      registerDefaultSlow(dev);
+  }
+  void registerDefaultSlow(Device& dev);
 
   HandleTable<streams::Stream> streams_{kTagStream};
   HandleTable<streams::Event> events_{kTagEvent};

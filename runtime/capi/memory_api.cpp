@@ -15,11 +15,20 @@ namespace {
 
 // Memory history: C++ stacks of allocations start at the caller of the API function (allocation
 // contexts are captured inside the allocator, many frames below).
+// Only while history is recorded: the thread-local costs a __tls_get_addr call each way on every
+// allocation otherwise (libmtia's TLS is dynamic).
 struct ApiCaller {
-  explicit ApiCaller(const void* returnAddress) { mtia::tlApiReturnAddress = returnAddress; }
-  ~ApiCaller() { mtia::tlApiReturnAddress = nullptr; }
+  ApiCaller(const void* returnAddress, Runtime& rt) : active_(rt.allocatorContext().history().recording()) {
+    if (active_) mtia::tlApiReturnAddress = returnAddress;
+  }
+  ~ApiCaller() {
+    if (active_) mtia::tlApiReturnAddress = nullptr;
+  }
   ApiCaller(const ApiCaller&) = delete;
   ApiCaller& operator=(const ApiCaller&) = delete;
+
+ private:
+  bool active_;
 };
 
 }  // namespace
@@ -27,10 +36,11 @@ struct ApiCaller {
 extern "C" {
 
 MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
-  const ApiCaller caller(__builtin_return_address(0));
+  const void* returnAddress = __builtin_return_address(0);
   return apiCall("mtiaMalloc", [&] {
     requireNonNull(ptr, "ptr");
     Runtime& rt = Runtime::instance();
+    const ApiCaller caller(returnAddress, rt);
     mtia::Device& dev = rt.currentDevice();
     if (size == 0) {
       *ptr = nullptr;
@@ -44,10 +54,11 @@ MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size) {
 }
 
 MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t stream) {
-  const ApiCaller caller(__builtin_return_address(0));
+  const void* returnAddress = __builtin_return_address(0);
   return apiCall("mtiaMallocAsync", [&] {
     requireNonNull(ptr, "ptr");
     Runtime& rt = Runtime::instance();
+    const ApiCaller caller(returnAddress, rt);
     auto s = rt.borrowStream(stream);
     mtia::Device& dev = rt.device(s->device());
     if (size == 0) {

@@ -7,19 +7,21 @@
 #include <mutex>
 
 namespace mtia::registry::fork_guard {
+
+std::atomic<uint64_t> detail::forks{0};
+
 namespace {
 
 constexpr int kTracked = 64;
 // fd + 1, 0 when empty: zero-initialised storage needs no constructor that could run too late.
 std::atomic<int> tracked[kTracked];
-std::atomic<uint64_t> forks{0};
 
 void inChild() {
   for (auto& entry : tracked) {
     const int value = entry.exchange(0, std::memory_order_relaxed);
     if (value != 0) ::close(value - 1);
   }
-  forks.fetch_add(1, std::memory_order_relaxed);
+  detail::forks.fetch_add(1, std::memory_order_relaxed);
 }
 
 void installOnce() {
@@ -46,6 +48,5 @@ void untrack(int fd) {
   }
 }
 
-uint64_t generation() { return forks.load(std::memory_order_relaxed); }
 
 }  // namespace mtia::registry::fork_guard

@@ -5,14 +5,19 @@
 // generation that each Registry compares (one relaxed load) before use.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace mtia::registry::fork_guard {
 
+namespace detail {
+extern std::atomic<uint64_t> forks;  // bumped by the child handler
+}  // namespace detail
+
 // Close fd in every future forked child (until untrack). Installs the handler on first use.
 void track(int fd);
 void untrack(int fd);
-// Bumped in the child by each fork.
-uint64_t generation();
+// Bumped in the child by each fork. One relaxed load: registries check it on their hot paths.
+inline uint64_t generation() { return detail::forks.load(std::memory_order_relaxed); }
 
 }  // namespace mtia::registry::fork_guard

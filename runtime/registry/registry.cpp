@@ -162,9 +162,8 @@ std::string Registry::machine() const {
   return std::string(header_->machine, strnlen(header_->machine, sizeof header_->machine));
 }
 
-void Registry::refreshAfterFork() const {
+void Registry::refreshAfterForkSlow() const {
   const uint64_t now = fork_guard::generation();
-  if (forkGeneration_.load(std::memory_order_relaxed) == now) return;
   std::lock_guard lock(mu_);
   if (forkGeneration_.load(std::memory_order_relaxed) == now) return;
   // The child handler closed our descriptor (and with it nothing of the parent's): open our own.
@@ -298,14 +297,7 @@ void Registry::release(uint32_t device, uint64_t bytes) {
   }
 }
 
-void Registry::publishAllocated(uint32_t device, uint64_t bytes) {
-  refreshAfterFork();
-  const int32_t own = slot_.load(std::memory_order_acquire);
-  if (own < 0 || device >= deviceCount()) return;
-  SlotDevice& mine = slotAt(static_cast<uint32_t>(own)).devices[device];
-  if (bytes > mine.peakAllocated.load(std::memory_order_relaxed)) raiseTo(mine.peakAllocated, bytes);
-  mine.allocated.store(bytes, std::memory_order_release);
-}
+void Registry::raisePeak(std::atomic<uint64_t>& peak, uint64_t value) { raiseTo(peak, value); }
 
 void Registry::addBusy(uint32_t device, uint64_t ns, uint64_t nowNs) {
   refreshAfterFork();

@@ -13,6 +13,7 @@
 // live process; the rest never block.
 #pragma once
 
+#include "fork_guard.hpp"
 #include "layout.hpp"
 #include "lock_file.hpp"
 #include "machine_name.hpp"
@@ -128,8 +129,16 @@ class Registry {
   Status reserve(uint32_t device, uint64_t bytes, uint64_t* held = nullptr);
   // Gives bytes back (never below zero: a forked child releasing its parent's memory takes nothing).
   void release(uint32_t device, uint64_t bytes);
-  // The process allocator's allocated bytes: one relaxed store (plus a peak update when it grows).
-  void publishAllocated(uint32_t device, uint64_t bytes);
+  // The process allocator's allocated bytes: one release store (plus a peak update when it grows).
+  // Inline: the caching allocator publishes on every allocation and free.
+  void publishAllocated(uint32_t device, uint64_t bytes) {
+    refreshAfterFork();
+    const int32_t own = slot_.load(std::memory_order_acquire);
+    if (own < 0 || device >= deviceCount()) return;
+    SlotDevice& mine = slotAt(static_cast<uint32_t>(own)).devices[device];
+    if (bytes > mine.peakAllocated.load(std::memory_order_relaxed)) raisePeak(mine.peakAllocated, bytes);
+    mine.allocated.store(bytes, std::memory_order_release);
+  }
   // Engine time spent on this process's work, ending at nowNs (CLOCK_MONOTONIC): one relaxed add, plus
   // a new utilisation checkpoint at most once a second (busy_window.hpp).
   void addBusy(uint32_t device, uint64_t ns, uint64_t nowNs);
@@ -202,7 +211,13 @@ class Registry {
 
  private:
   Registry();
-  void refreshAfterFork() const;
+  // In a forked child (fork_guard's generation moved), drops the parent's slot and lock descriptor.
+  void refreshAfterFork() const {
+    if (forkGeneration_.load(std::memory_order_relaxed) != fork_guard::generation()) [[unlikely]]
+      refreshAfterForkSlow();
+  }
+  void refreshAfterForkSlow() const;
+  static void raisePeak(std::atomic<uint64_t>& peak, uint64_t value);
   Status claimSlotLocked();
   uint64_t usedLocked(uint32_t device) const;
   bool alive(uint32_t slot) const;
