@@ -188,8 +188,8 @@ void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream&
   Device* device = nullptr;
   const mtiaDrvCommand cmd = planFill(rt, ptr, value, count, device);
   // The fill runs on the stream's device, which may write another device's memory only with peer
-  // access (CUDA: memory of another device is accessible to a stream's work only with peer access).
-  // Checked here rather than left to the device, where it would be a sticky fault.
+  // access (the rule the device applies to fills and kernels, and CUDA's rule for a device's work on a
+  // peer's memory). Checked here rather than left to the device, where it would be a sticky fault.
   if (device->ordinal() != stream.device()) {
     const Device& runner = rt.device(stream.device(), "stream");
     if (!runner.peerAccessEnabled(*device))

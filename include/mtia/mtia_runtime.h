@@ -377,7 +377,7 @@ MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, m
 /** Sets count bytes of device memory at ptr to (unsigned char)value in stream order; returns at once.
  * Thread-safe; blocking: may block when the stream's queue is full; legal during capture.
  * The memory may belong to another device than stream only if stream's device has peer access to it
- * (mtiaDeviceEnablePeerAccess), as in CUDA.
+ * (mtiaDeviceEnablePeerAccess), as for kernels.
  * Errors: as mtiaMemset, plus mtiaErrorInvalidHandle (stream), mtiaErrorInvalidValue (ptr is memory
  * of another device, to which stream's device has no peer access). */
 MTIA_API mtiaError_t mtiaMemsetAsync(void* ptr, int value, size_t count, mtiaStream_t stream);
