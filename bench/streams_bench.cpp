@@ -39,7 +39,10 @@ using mtia::bench::baseline::CvEvent;
 using mtia::bench::baseline::CvStream;
 using namespace mtia::bench;
 
-constexpr int64_t kLaunchBatch = 1000;     // empty kernels per synchronize
+// Empty kernels per synchronize. Below the launch queue's depth (MTIA_SIM_QUEUE_DEPTH, default 1024):
+// diag_enqueue_blocked queues a whole batch behind a host function that holds the engine, and a launch
+// past the depth would wait for that host function, which waits for the batch.
+constexpr int64_t kLaunchBatch = 1000;
 constexpr int64_t kPingPongBatch = 100;    // round trips per synchronize
 constexpr int64_t kColdIterations = 200;   // cold host-function launches per run (each sleeps first)
 constexpr auto kColdIdle = std::chrono::milliseconds(1);  // long enough for every runtime thread to sleep

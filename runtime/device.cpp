@@ -48,6 +48,11 @@ bool Device::setPeerAccess(const Device& peer, bool enable) {
   return true;
 }
 
+bool Device::peerAccessEnabled(const Device& peer) const {
+  std::lock_guard lock(mu_);
+  return peers_.contains(peer.ordinal());
+}
+
 void Device::raiseFault() const {
   std::string why;
   if (mtiaError_t s = driver_.deviceStatus(driverDevice_, &why); s != mtiaSuccess)

@@ -54,6 +54,8 @@ class Device {
   // Returns false when it was already in that state. Throws NotSupported when
   // the driver's devices cannot access peers.
   bool setPeerAccess(const Device& peer, bool enable);
+  // Whether this device's kernels may access peer's memory (mtiaDeviceEnablePeerAccess). Thread-safe.
+  bool peerAccessEnabled(const Device& peer) const;
 
   // Throws the device's sticky fault, if it has one. Inline: every allocation asks.
   void checkHealthy() const {

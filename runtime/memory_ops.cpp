@@ -40,6 +40,16 @@ void requireHost(const char* arg, const void* ptr, const std::optional<DevicePoi
          arg, ptr, d->device->ordinal(), kindName(kind));
 }
 
+// A pointer inside a device's address range that lies in no allocation (never allocated, freed, or a
+// reservation's unmapped part) is refused here: passed on, only the device would notice, with a sticky
+// fault. d: findDevicePointer(ptr).
+void requireNotStray(Runtime& rt, const char* arg, const void* ptr, const std::optional<DevicePointer>& d) {
+  if (d) return;
+  if (const Device* dev = rt.deviceOfAddress(ptr))
+    fail(mtiaErrorInvalidValue, "{} {} lies in the address range of device {} but not in any live allocation", arg,
+         ptr, dev->ordinal());
+}
+
 void runAndWait(streams::Stream& s, const mtiaDrvCommand& cmd) { s.wait(s.submit(cmd)); }
 
 // A synchronous copy or fill: refused where capture rules forbid it (mtia_graph.h), then run on s.
@@ -76,6 +86,8 @@ CopyPlan planCopy(Runtime& rt, void* dst, const void* src, size_t count, mtiaMem
   requireNonNull(src, "src");
   const auto d = findDevicePointer(rt, dst);
   const auto s = findDevicePointer(rt, src);
+  requireNotStray(rt, "dst", dst, d);
+  requireNotStray(rt, "src", src, s);
   switch (kind) {
     case mtiaMemcpyHostToDevice: requireDevice("dst", dst, d, kind); requireHost("src", src, s, kind); break;
     case mtiaMemcpyDeviceToHost: requireHost("dst", dst, d, kind); requireDevice("src", src, s, kind); break;
@@ -104,6 +116,7 @@ CopyPlan planCopy(Runtime& rt, void* dst, const void* src, size_t count, mtiaMem
 mtiaDrvCommand planFill(Runtime& rt, void* ptr, int value, size_t count, Device*& device) {
   requireNonNull(ptr, "ptr");
   const auto d = findDevicePointer(rt, ptr);
+  requireNotStray(rt, "ptr", ptr, d);
   if (!d) fail(mtiaErrorInvalidValue, "ptr {} is not device memory", ptr);
   checkRange("ptr", ptr, count, *d);
   device = d->device;
@@ -173,7 +186,19 @@ void fillSync(Runtime& rt, void* ptr, int value, size_t count) {
 void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream) {
   if (count == 0) return;
   Device* device = nullptr;
-  stream.submit(planFill(rt, ptr, value, count, device));
+  const mtiaDrvCommand cmd = planFill(rt, ptr, value, count, device);
+  // The fill runs on the stream's device, which may write another device's memory only with peer
+  // access (the rule the device applies to fills and kernels, and CUDA's rule for a device's work on a
+  // peer's memory). Checked here rather than left to the device, where it would be a sticky fault.
+  if (device->ordinal() != stream.device()) {
+    const Device& runner = rt.device(stream.device(), "stream");
+    if (!runner.peerAccessEnabled(*device))
+      fail(mtiaErrorInvalidValue,
+           "ptr {} is memory of device {}, but stream belongs to device {}, which has no peer access to it "
+           "(mtiaDeviceEnablePeerAccess)",
+           ptr, device->ordinal(), stream.device());
+  }
+  stream.submit(cmd);
 }
 
 void copyPeerAsync(Runtime& rt, void* dst, int dstDev, const void* src, int srcDev, size_t count,

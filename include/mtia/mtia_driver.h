@@ -169,7 +169,10 @@ typedef struct mtiaDriverOps {
    * target of commands already submitted. */
   mtiaError_t (*queueDestroy)(mtiaDrvQueue queue);
   /* Appends a command; *seq receives its number (1, 2, ... per queue). Commands of one queue run in
-   * order, each after the previous completed; queues run concurrently. Never blocks on device work.
+   * order, each after the previous completed; queues run concurrently. May block: a driver may bound
+   * the commands a queue holds that have not completed, and then makes a submitting thread wait for
+   * room (the simulator: MTIA_SIM_QUEUE_DEPTH, default 1024; it never makes a thread running one of
+   * its host functions wait, and a sticky fault ends the wait with mtiaErrorLaunchFailure).
    * Since 1.1 the driver validates kernel launches itself: grid, block, threads per block and sharedMem
    * within the limits deviceGetInfo reports, args and each args[i] non-NULL for a kernel with arguments;
    * the runtime then checks them only after a refusal, to name the argument at fault (for 1.0 drivers

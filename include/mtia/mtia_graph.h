@@ -106,7 +106,8 @@ MTIA_API mtiaError_t mtiaStreamEndCapture(mtiaStream_t stream, mtiaGraph_t* grap
 
 /** mtiaEventRecord with flags: mtiaEventRecordExternal records, during capture, a node that records
  * the event on every replay (the event is then also a fork/join point of the capture). Outside capture
- * the flag changes nothing. Thread-safe, non-blocking, legal during capture.
+ * the flag changes nothing. Thread-safe; blocking: may block when the stream's queue is full (as
+ * mtiaEventRecord); legal during capture.
  * Errors: as mtiaEventRecord, plus mtiaErrorInvalidValue (unknown flag bits). */
 MTIA_API mtiaError_t mtiaEventRecordWithFlags(mtiaEvent_t event, mtiaStream_t stream, unsigned int flags);
 
@@ -144,15 +145,18 @@ MTIA_API mtiaError_t mtiaGraphCaptureEnd(mtiaGraph_t graph);
  * instantiated again (the previous executable is dropped; a replay in flight still completes).
  * Thread-safe, non-blocking, legal during capture (it enqueues nothing).
  * Errors: mtiaErrorInvalidHandle (graph), mtiaErrorIllegalState (no successful capture; already
- * instantiated without mtiaGraphKeepGraph), mtiaErrorInvalidValue (a node the device refuses, named),
- * mtiaErrorNotFound (a node's kernel was unloaded). */
+ * instantiated without mtiaGraphKeepGraph), mtiaErrorInvalidValue (a node the device refuses, named).
+ * A graph keeps the modules of its kernels loaded, so instantiating after mtiaModuleUnload succeeds
+ * and replays run those kernels. */
 MTIA_API mtiaError_t mtiaGraphInstantiate(mtiaGraph_t graph);
 
 /** Launches graph on stream (NULL: the current stream of the graph's device) as one unit: it starts
  * after the work queued on stream before it, and work queued on stream afterwards waits for all of
  * it. Independent branches run concurrently on the device's engines. Replays of one graph never
  * overlap, whatever streams they are launched on. Instantiates first if needed (mtiaGraphKeepGraph).
- * Thread-safe, non-blocking; legal during capture on streams that do not take part in it.
+ * Thread-safe; blocking: may block when the stream's queue is full (a replay takes one queue entry
+ * per step of each stream it uses: one for a graph whose nodes form one chain, see mtia_runtime.h);
+ * legal during capture on streams that do not take part in it.
  * Errors: mtiaErrorInvalidHandle (graph, stream), mtiaErrorIllegalState (no successful capture),
  * mtiaErrorInvalidValue (stream of another device), mtiaErrorStreamCaptureUnsupported (stream is
  * capturing; its capture is invalidated), mtiaErrorLaunchFailure (sticky device fault). */

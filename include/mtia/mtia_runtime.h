@@ -20,6 +20,16 @@
  * - A failed call sets the thread's last-error message (names the call and
  *   the argument); success leaves it alone.
  * - "Capture": whether the call is legal while a stream is capturing a graph.
+ * - Launch queues are bounded, as CUDA's are: a stream holds at most a fixed
+ *   number of commands that have not finished (the simulator:
+ *   MTIA_SIM_QUEUE_DEPTH, default 1024). A call that queues work (kernels,
+ *   async copies and fills, event records and waits, host functions, graph
+ *   replays) and finds its stream's queue full blocks until there is room;
+ *   such calls say "blocking: may block when the stream's queue is full".
+ *   A graph replay takes one entry per step of each stream it uses (one
+ *   entry for a graph whose nodes form one chain). Nothing blocks during
+ *   capture (nothing is queued), and a sticky device fault ends the wait
+ *   with mtiaErrorLaunchFailure.
  */
 #ifndef MTIA_RUNTIME_H
 #define MTIA_RUNTIME_H
@@ -167,8 +177,8 @@ MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream);
 /** Makes all work queued on stream after this call wait for the work that event's latest record
  * captured at the time of this call (re-recording the event later changes nothing for this wait).
  * A never-recorded event makes this a no-op. The event may belong to another device. Never blocks
- * the host. flags: mtiaEventWaitDefault or mtiaEventWaitExternal (meaningful during capture only).
- * Thread-safe, non-blocking, legal during capture.
+ * the host on device work. flags: mtiaEventWaitDefault or mtiaEventWaitExternal (meaningful during
+ * capture only). Thread-safe; blocking: may block when the stream's queue is full; legal during capture.
  * Errors: mtiaErrorInvalidValue (unknown flag bits), mtiaErrorInvalidHandle (stream or event),
  * mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
 MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event, unsigned int flags);
@@ -215,7 +225,8 @@ MTIA_API mtiaError_t mtiaGetDefaultStream(int dev, mtiaStream_t* stream);
  * streams may run one after the other on the same thread, so fn must not wait for other host
  * functions or device work not ordered before it. Any runtime call from fn returns
  * mtiaErrorNotPermitted. If fn throws (C++), the device gets a sticky fault that the next
- * synchronising call reports. Thread-safe, non-blocking.
+ * synchronising call reports. Thread-safe; blocking: may block when the stream's queue is full (never
+ * from a host function, which may not call the runtime anyway).
  * Errors: mtiaErrorInvalidValue (fn NULL), mtiaErrorInvalidHandle (stream),
  * mtiaErrorLaunchFailure (the device has a sticky fault). */
 MTIA_API mtiaError_t mtiaLaunchHostFunc(mtiaStream_t stream, void (*fn)(void* userData), void* userData);
@@ -238,8 +249,8 @@ MTIA_API mtiaError_t mtiaEventCreate(mtiaEvent_t* event);
 MTIA_API mtiaError_t mtiaEventCreateWithFlags(mtiaEvent_t* event, unsigned int flags);
 
 /** Records event on stream: a snapshot of all work queued on the stream so far, replacing the
- * event's previous record (waits already issued keep the record they saw). Thread-safe,
- * non-blocking, legal during capture.
+ * event's previous record (waits already issued keep the record they saw). Thread-safe; blocking:
+ * may block when the stream's queue is full; legal during capture.
  * Errors: mtiaErrorInvalidHandle (event or stream stale, destroyed or foreign, or the stream belongs
  * to another device than the event), mtiaErrorLaunchFailure (the device has a sticky fault). */
 MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream);
@@ -275,11 +286,12 @@ MTIA_API mtiaError_t mtiaEventDestroy(mtiaEvent_t event);
 /** Loads a kernel module (for the simulated device: a shared object whose kernels follow
  * <mtia/mtia_sim_kernel.h>). Modules are process-wide and launch on any device.
  * Thread-safe; blocks while loading; not legal during capture.
- * Errors: mtiaErrorInvalidValue (module or path NULL), mtiaErrorNotFound (cannot load path; the
- * message carries the loader's reason). */
+ * Errors: mtiaErrorInvalidValue (module or path NULL, path empty), mtiaErrorNotFound (cannot load
+ * path; the message carries the loader's reason). */
 MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path);
 
 /** Unloads a module; its function handles become invalid at once, launches already queued still run.
+ * Graphs that captured its kernels keep the module loaded: they still instantiate and replay.
  * mtiaModuleUnload(NULL) succeeds. Thread-safe, non-blocking, not legal during capture.
  * Errors: mtiaErrorInvalidHandle (stale, unloaded or foreign module). */
 MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module);
@@ -297,7 +309,8 @@ MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name
 
 /** Queues a kernel on stream (NULL: the current stream of the current device). args[i] points at the
  * i-th argument; the values are copied before the call returns. The kernel runs once per block of
- * grid; built-ins cover their whole range for any grid. Thread-safe, non-blocking.
+ * grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when the
+ * stream's queue is full.
  * Errors: mtiaErrorInvalidValue (grid or block dimension 0, block larger than maxThreadsPerBlock,
  * sharedMem above sharedMemPerBlock, args NULL for a kernel with arguments),
  * mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a sticky fault). */
@@ -346,7 +359,8 @@ MTIA_API mtiaError_t mtiaRecordStream(void* ptr, mtiaStream_t stream);
  * default stream of the device involved (the destination's, else the source's, else the current
  * device's). kind must match the pointers; mtiaMemcpyDefault infers it. Thread-safe; blocking.
  * Errors: mtiaErrorInvalidValue (dst or src NULL with count > 0, kind out of range, a pointer that
- * kind says is device memory but is not, or a device range that runs past its allocation),
+ * kind says is device memory but is not, a pointer inside a device's address range but in no live
+ * allocation (whatever kind says), or a device range that runs past its allocation),
  * mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMemcpy(void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 
@@ -361,20 +375,23 @@ MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count);
  * host memory that is not pinned (mtiaMallocHost) returns once the copy is done, as CUDA does for
  * pageable memory, so the caller may reuse the host buffer at once. A copy whose host ranges lie inside
  * live mtiaMallocHost allocations returns at once, and stream is recorded for that memory as
- * mtiaHostRecordStream does, so it may be freed right away. Thread-safe; see above for blocking;
- * legal during capture (device-to-device).
+ * mtiaHostRecordStream does, so it may be freed right away. Thread-safe; see above for blocking, and
+ * blocking: may block when the stream's queue is full; legal during capture (device-to-device).
  * Errors: as mtiaMemcpy, plus mtiaErrorInvalidHandle (stream). */
 MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
                                      mtiaStream_t stream);
 
 /** Sets count bytes of device memory at ptr to (unsigned char)value in stream order; returns at once.
- * Thread-safe, non-blocking, legal during capture.
- * Errors: as mtiaMemset, plus mtiaErrorInvalidHandle (stream). */
+ * Thread-safe; blocking: may block when the stream's queue is full; legal during capture.
+ * The memory may belong to another device than stream only if stream's device has peer access to it
+ * (mtiaDeviceEnablePeerAccess), as for kernels.
+ * Errors: as mtiaMemset, plus mtiaErrorInvalidHandle (stream), mtiaErrorInvalidValue (ptr is memory
+ * of another device, to which stream's device has no peer access). */
 MTIA_API mtiaError_t mtiaMemsetAsync(void* ptr, int value, size_t count, mtiaStream_t stream);
 
 /** Copies count bytes from device memory src of device srcDev to device memory dst of device dstDev in
- * stream order on stream (of any device); returns at once. Thread-safe, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidValue (dst or src NULL, not device memory of the named device, or
+ * stream order on stream (of any device); returns at once. Thread-safe; blocking: may block when the
+ * stream's queue is full; legal during capture. Errors: mtiaErrorInvalidValue (dst or src NULL, not device memory of the named device, or
  * a range past its allocation, or overlapping ranges), mtiaErrorInvalidDevice (dstDev or srcDev),
  * mtiaErrorInvalidHandle (stream), mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src, int srcDev, size_t count,

@@ -14,6 +14,8 @@ MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
   return apiCall("mtiaModuleLoad", [&] {
     requireNonNull(module, "module");
     requireNonNull(path, "path");
+    // dlopen("") would hand back the main program, whose symbols are no module of kernels.
+    if (*path == '\0') mtia::fail(mtiaErrorInvalidValue, "path is empty (expected the file name of a kernel module)");
     if (mtia::graph::CaptureRegistry::anyActive())
       mtia::graph::CaptureRegistry::instance().checkUnsafe(-1, "mtiaModuleLoad");
     *module = Runtime::instance().kernels().loadModule(path);

@@ -78,7 +78,8 @@ ConfigResult parseConfig(const EnvLookup& lookup) {
   if (!parseIntVar(lookup, "MTIA_SIM_DEVICES", 0, kMaxDevices, config.devices, result.error) ||
       !parseMemory(lookup, config.memoryBytes, result.error) ||
       !parseIntVar(lookup, "MTIA_SIM_ENGINES", 1, kMaxEngines, config.engines, result.error) ||
-      !parseIntVar(lookup, "MTIA_SIM_BIND_ENGINES", 0, 1, bind, result.error)) {
+      !parseIntVar(lookup, "MTIA_SIM_BIND_ENGINES", 0, 1, bind, result.error) ||
+      !parseIntVar(lookup, "MTIA_SIM_QUEUE_DEPTH", 1, kMaxQueueDepth, config.queueDepth, result.error)) {
     return result;
   }
   config.bindEngines = bind != 0;

@@ -34,12 +34,17 @@ inline constexpr uint64_t kMaxMemory = 4 * kTiB;
 // The longest MTIA_SIM_MACHINE, in bytes: what mtiaSimMachineSpec::machine holds (sim_driver.h) less its
 // terminating NUL. The runtime and mtia-smi both check it here, so they accept the same names.
 inline constexpr size_t kMaxMachineNameBytes = 255;
+// Commands a queue holds before a host thread's submit blocks (MTIA_SIM_QUEUE_DEPTH): CUDA's launch
+// queue is of this order. Each pending command takes a 128-byte slot.
+inline constexpr int32_t kDefaultQueueDepth = 1024;
+inline constexpr int32_t kMaxQueueDepth = 1 << 20;
 
 struct Config {
   int32_t devices = 2;
   uint64_t memoryBytes = 16 * kGiB;  // per device, a multiple of kGranularity
   int32_t engines = 4;
   bool bindEngines = false;
+  int32_t queueDepth = kDefaultQueueDepth;  // MTIA_SIM_QUEUE_DEPTH, 1 to kMaxQueueDepth
   FaultPlan faults;
   std::string machine;  // MTIA_SIM_MACHINE: names the simulated machine (part of the uuids)
 };

@@ -33,10 +33,15 @@ mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
 }
 
 void Device::recordFault(std::string message) {
-  std::lock_guard lock(faultMu_);
-  if (faulted_.load(std::memory_order_relaxed)) return;
-  faultMessage_ = std::move(message);
-  faulted_.store(true, std::memory_order_release);
+  {
+    std::lock_guard lock(faultMu_);
+    if (faulted_.load(std::memory_order_relaxed)) return;
+    faultMessage_ = std::move(message);
+    faulted_.store(true, std::memory_order_release);
+  }
+  // Host threads sleeping in a full queue's submit give up now with the fault, rather than wait for a
+  // queue whose head may never finish (a host function that waits for something else).
+  for (const std::shared_ptr<Queue>& queue : queues()) queue->wakeHosts();
 }
 
 mtiaError_t Device::status() const {
@@ -72,7 +77,8 @@ std::shared_ptr<Queue> Device::createQueue(int32_t priority) {
   // Forget queues that were destroyed and have drained; their weak entries would pile up otherwise.
   std::erase_if(queues_, [](const std::weak_ptr<Queue>& q) { return q.expired(); });
   const uint32_t number = queuesCreated_++;
-  auto queue = std::make_shared<Queue>(*this, priority, number, faults_.slowNs(index_, static_cast<int32_t>(number)));
+  auto queue = std::make_shared<Queue>(*this, priority, number, faults_.slowNs(index_, static_cast<int32_t>(number)),
+                                            config_.queueDepth);
   queues_.push_back(queue);
   return queue;
 }

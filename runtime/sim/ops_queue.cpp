@@ -77,31 +77,37 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue) {
   });
 }
 
-// Thread-safe and cheap: the queue's own lock, and the device's scheduler lock only when the queue was
-// idle; never blocks on device work. Copies kernel argument values before returning; a command list
-// costs one submission whatever its length. Errors: mtiaErrorInvalidValue (cmd or seq NULL, malformed
-// command, a list of another device), mtiaErrorInvalidHandle (queue, kernel, wait target or list),
-// mtiaErrorLaunchFailure (the device has a sticky fault).
+// Thread-safe and cheap while the queue has room: the queue's own lock, and the device's scheduler lock
+// only when the queue was idle. Blocking: a host thread whose queue holds MTIA_SIM_QUEUE_DEPTH commands
+// not yet completed sleeps until half of them completed, or until the device faults (then
+// mtiaErrorLaunchFailure, nothing queued); engine threads (host functions) never block. Copies kernel
+// argument values before returning; a command list costs one submission whatever its length. Errors:
+// mtiaErrorInvalidValue (cmd or seq NULL, malformed command, a list of another device),
+// mtiaErrorInvalidHandle (queue, kernel, wait target or list), mtiaErrorLaunchFailure (the device has a
+// sticky fault).
 mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq) {
   return guarded("queueSubmit", [&] {
     Machine* machine = nullptr;
     if (mtiaError_t err = machineFor("queueSubmit", machine); err != mtiaSuccess) return err;
     if (cmd == nullptr || seq == nullptr) return nullArgument("queueSubmit", "cmd and seq");
     Handles& handles = machine->handles();
-    auto submitTo = [&](Queue& q) {
-      if (mtiaError_t err = q.device().status(); err != mtiaSuccess) return err;
+    // held: the handle lock of the slow path, which a submit that has to wait for room gives up first
+    // (the prepared command holds what it names; the queue keeps itself alive).
+    auto submitTo = [&](Queue& q, std::shared_lock<std::shared_mutex>* held) {
+      Device& device = q.device();
+      if (mtiaError_t err = device.status(); err != mtiaSuccess) return err;
       PendingCommand pending;
-      if (mtiaError_t err = prepareCommand(*machine, q.device(), CommandSite{"queueSubmit"}, *cmd, pending.command);
+      if (mtiaError_t err = prepareCommand(*machine, device, CommandSite{"queueSubmit"}, *cmd, pending.command);
           err != mtiaSuccess) {
         return err;
       }
       pickInjectedFaults(machine->faults(), pending.command);
-      *seq = q.submit(pending.command);
+      if (!q.submit(pending.command, *seq, held)) return device.status();
       return mtiaSuccess;
     };
     // The common case (the thread's last queue, a command that names no other handle) needs no lock.
     if (!namesOtherHandles(*cmd)) {
-      if (Queue* q = tSubmitCache.find(handles, queue)) return submitTo(*q);
+      if (Queue* q = tSubmitCache.find(handles, queue)) return submitTo(*q, nullptr);
     }
     std::shared_lock lock(handles.mu);  // queue stays alive for the call
     auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
@@ -109,7 +115,7 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
       return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a live queue", static_cast<void*>(queue));
     }
     tSubmitCache.remember(handles, queue, it->second);
-    return submitTo(*it->second);
+    return submitTo(*it->second, &lock);
   });
 }
 

@@ -23,14 +23,33 @@ constexpr uint64_t kFailedBarrierPauseNs = 100'000;
 
 }  // namespace
 
-Queue::Queue(Device& device, int32_t priority, uint32_t number, uint64_t slowNs)
-    : device_(device), priority_(priority), number_(number), slowNs_(slowNs) {}
+Queue::Queue(Device& device, int32_t priority, uint32_t number, uint64_t slowNs, uint64_t depth)
+    : device_(device), priority_(priority), number_(number), slowNs_(slowNs), depth_(depth) {}
 
-uint64_t Queue::submit(Command& command) {
-  uint64_t seq = 0;
-  {
-    std::lock_guard lock(submitMu_);
-    seq = log_.append(command);
+bool Queue::submit(Command& command, uint64_t& seq, std::shared_lock<std::shared_mutex>* held) {
+  std::shared_ptr<Queue> self;  // keeps the queue alive once *held is unlocked
+  for (;;) {
+    uint64_t next = 0;
+    {
+      std::lock_guard lock(submitMu_);
+      next = log_.published() + 1;
+      // completed_ is read only when the last reading does not leave room: once per depth_ / 2
+      // submissions or so while the engine keeps up, so the line it writes stays with it.
+      if (next > roomUntil_) roomUntil_ = completed() + depth_;
+      if (next <= roomUntil_ || Scheduler::onEngineThread()) {
+        seq = log_.append(command);
+        break;
+      }
+    }
+    // Full. Sleep until half of it drained rather than until one slot is free: one wake-up per
+    // depth_ / 2 commands instead of one per command (the queue never holds more than depth_ anyway).
+    if (held != nullptr && held->owns_lock()) {
+      self = shared_from_this();
+      held->unlock();
+    }
+    const uint64_t need = next - depth_ + depth_ / 2;
+    sleepUntil(need, [&] { return completed_.load(std::memory_order_seq_cst) >= need || device_.faulted(); });
+    if (device_.faulted()) return false;  // what is queued drains without running: no use queueing more
   }
   // Only the idle -> scheduled transition touches the device-wide scheduler. The plain load first keeps
   // the common case (an engine owns the queue already) free of a read-modify-write. Publishing, then
@@ -38,7 +57,7 @@ uint64_t Queue::submit(Command& command) {
   lightFence();
   if (!scheduled_.load(std::memory_order_relaxed) && !scheduled_.exchange(true, std::memory_order_seq_cst))
     device_.scheduler().makeReady(shared_from_this());
-  return seq;
+  return true;
 }
 
 Queue::Next Queue::next(Command*& out) {
@@ -89,7 +108,10 @@ bool Queue::addWaiter(std::shared_ptr<Queue> waiter, uint64_t value) {
 
 void Queue::complete(uint64_t seq) {
   completed_.store(seq, std::memory_order_seq_cst);
+  // Both loads follow the store (sequentially consistent), as a sleeper's announcement precedes its look
+  // at completed_ (addWaiter, sleepUntil): one of the two sides sees the other.
   if (watchers_.load(std::memory_order_seq_cst) != 0) wakeWatchers(seq);
+  if (hostWakeAt_.load(std::memory_order_seq_cst) <= seq) wakeHosts();
 }
 
 void Queue::wakeWatchers(uint64_t seq) {
@@ -107,10 +129,30 @@ void Queue::wakeWatchers(uint64_t seq) {
       }
     }
   }
-  watchCv_.notify_all();
   for (std::shared_ptr<Queue>& q : ready) {
     Device& device = q->device();
     device.scheduler().makeReady(std::move(q));
+  }
+}
+
+void Queue::wakeHosts() {
+  {
+    // Sleepers that still wait announce themselves again once awake.
+    std::lock_guard lock(watchMu_);
+    hostWakeAt_.store(UINT64_MAX, std::memory_order_seq_cst);
+  }
+  watchCv_.notify_all();
+}
+
+template <class Done>
+void Queue::sleepUntil(uint64_t need, Done&& done) {
+  std::unique_lock lock(watchMu_);
+  while (!done()) {
+    // Announce first, then look (done() reads completed_): complete() stores first, then looks at
+    // hostWakeAt_. Every write of hostWakeAt_ happens under watchMu_, so a plain minimum is safe.
+    if (need < hostWakeAt_.load(std::memory_order_relaxed)) hostWakeAt_.store(need, std::memory_order_seq_cst);
+    if (done()) break;
+    watchCv_.wait(lock);
   }
 }
 
@@ -127,12 +169,7 @@ void Queue::waitFor(uint64_t seq, bool spin) {
       if (waited >= kWaitPollNs) sched_yield();
     }
   }
-  watchers_.fetch_add(1, std::memory_order_seq_cst);
-  {
-    std::unique_lock lock(watchMu_);
-    watchCv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
-  }
-  watchers_.fetch_sub(1, std::memory_order_relaxed);
+  sleepUntil(seq, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
 }
 
 }  // namespace mtia::sim

@@ -163,6 +163,8 @@ static void test_module(const char* path) {
   CHECK_MESSAGE("/nonexistent/module.so");
   CHECK_STATUS(mtiaErrorInvalidValue, mtiaModuleLoad(NULL, path));
   CHECK_STATUS(mtiaErrorInvalidValue, mtiaModuleLoad(&mod, NULL));
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaModuleLoad(&mod, "")); /* dlopen("") would give the main program */
+  CHECK_MESSAGE("path is empty");
   CHECK_OK(mtiaModuleLoad(&mod, path));
   CHECK_OK(mtiaModuleGetFunction(&iota, mod, "iota_i32"));
   CHECK_OK(mtiaModuleGetFunction(&nodesc, mod, "iota_i32"));
@@ -189,7 +191,28 @@ static void test_module(const char* path) {
   CHECK_OK(mtiaMemcpy(&status, st, sizeof status, mtiaMemcpyDeviceToHost));
   CHECK_TRUE(status == mtiaErrorNotPermitted);
 
-  CHECK_OK(mtiaModuleUnload(mod));
+  /* A graph keeps the modules of its kernels: instantiated after the unload, it still runs them. */
+  {
+    mtiaStream_t s = NULL;
+    mtiaGraph_t g = NULL;
+    mtiaMemPoolId_t pool = {0, 0};
+    int gbase = 50;
+    void* args[] = {&d, &gbase, &n};
+    CHECK_OK(mtiaStreamCreate(&s));
+    CHECK_OK(mtiaGraphCreate(&g, mtiaGraphKeepGraph));
+    CHECK_OK(mtiaGraphCaptureBegin(g, s, pool, mtiaStreamCaptureModeGlobal));
+    CHECK_OK(mtiaLaunchKernel(iota, grid, one, args, 0, s));
+    CHECK_OK(mtiaGraphCaptureEnd(g));
+    CHECK_OK(mtiaModuleUnload(mod));
+    CHECK_OK(mtiaGraphInstantiate(g));
+    CHECK_OK(mtiaGraphReplay(g, s));
+    CHECK_OK(mtiaStreamSynchronize(s));
+    CHECK_OK(mtiaMemcpy(out, d, sizeof out, mtiaMemcpyDeviceToHost));
+    for (i = 0, ok = 1; i < 100; ++i) ok &= out[i] == i + 50;
+    CHECK_TRUE(ok);
+    CHECK_OK(mtiaGraphDestroy(g));
+    CHECK_OK(mtiaStreamDestroy(s));
+  }
   CHECK_STATUS(mtiaErrorInvalidHandle, mtiaModuleUnload(mod));
   {
     void* args[] = {&d, &base, &n};

@@ -137,11 +137,62 @@ static void test_many_allocations(void) {
   CHECK_TRUE(ok);
 }
 
+/* Argument errors are refused at the call (InvalidValue naming the argument), not passed on to fault
+ * the device for good: a pointer inside a device's address range that lies in no allocation, and a
+ * fill of another device's memory on a stream whose device has no peer access to it. What is legal
+ * stays legal: the fill with peer access, copies between devices on any stream. */
+static void test_argument_errors_are_not_device_faults(void) {
+  enum { BIG = 64 << 20 };
+  unsigned char host[64];
+  void *d0 = NULL, *d1 = NULL, *gone = NULL;
+  mtiaStream_t s1 = NULL;
+  int i, all = 1;
+  CHECK_OK(mtiaSetDevice(0));
+  CHECK_OK(mtiaMalloc(&d0, sizeof host));
+  /* Freed and handed back to the device: inside device 0's range, allocated by nobody, not mapped. */
+  CHECK_OK(mtiaMalloc(&gone, BIG));
+  CHECK_OK(mtiaFree(gone));
+  CHECK_OK(mtiaEmptyCache());
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemcpy(host, gone, sizeof host, mtiaMemcpyDefault));
+  CHECK_MESSAGE("src");
+  CHECK_MESSAGE("not in any live allocation");
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemcpy(gone, host, sizeof host, mtiaMemcpyDefault));
+  CHECK_MESSAGE("dst");
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemcpy(host, gone, sizeof host, mtiaMemcpyHostToHost));
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemcpy(gone, host, sizeof host, mtiaMemcpyHostToDevice));
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemset(gone, 0, sizeof host));
+  CHECK_MESSAGE("ptr");
+  CHECK_OK(mtiaDeviceSynchronize()); /* no sticky fault */
+
+  CHECK_OK(mtiaSetDevice(1));
+  CHECK_OK(mtiaStreamCreate(&s1));
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiaMemsetAsync(d0, 0x11, sizeof host, s1));
+  CHECK_MESSAGE("ptr");
+  CHECK_MESSAGE("peer access");
+  CHECK_OK(mtiaDeviceEnablePeerAccess(0, 0));
+  CHECK_OK(mtiaMemsetAsync(d0, 0x11, sizeof host, s1));
+  CHECK_OK(mtiaStreamSynchronize(s1));
+  CHECK_OK(mtiaDeviceDisablePeerAccess(0));
+  CHECK_OK(mtiaMalloc(&d1, sizeof host));
+  CHECK_OK(mtiaMemcpyAsync(d1, d0, sizeof host, mtiaMemcpyDefault, s1)); /* a peer copy: legal without access */
+  CHECK_OK(mtiaStreamSynchronize(s1));
+  CHECK_OK(mtiaMemcpy(host, d1, sizeof host, mtiaMemcpyDefault));
+  for (i = 0; i < (int)sizeof host; ++i) all = all && host[i] == 0x11;
+  CHECK_TRUE(all);
+  CHECK_OK(mtiaDeviceSynchronize());
+  CHECK_OK(mtiaStreamDestroy(s1));
+  CHECK_OK(mtiaFree(d1));
+  CHECK_OK(mtiaSetDevice(0));
+  CHECK_OK(mtiaDeviceSynchronize());
+  CHECK_OK(mtiaFree(d0));
+}
+
 int main(void) {
   test_alloc_copy_roundtrip();
   test_cross_device_copy();
   test_pointer_attributes();
   test_bad_input();
   test_many_allocations();
+  test_argument_errors_are_not_device_faults();
   return capi_summary();
 }

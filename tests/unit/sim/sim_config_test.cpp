@@ -36,6 +36,7 @@ TEST(SimConfig, Defaults) {
   EXPECT_EQ(r.config->memoryBytes, 16 * kGiB);
   EXPECT_EQ(r.config->engines, 4);
   EXPECT_FALSE(r.config->bindEngines);
+  EXPECT_EQ(r.config->queueDepth, 1024);
   EXPECT_TRUE(r.config->faults.empty());
   EXPECT_EQ(r.config->machine, "");
 }
@@ -55,6 +56,8 @@ TEST(SimConfig, GoodValues) {
   EXPECT_EQ(parse({{"MTIA_SIM_DEVICES", "64"}}).config->devices, 64);
   EXPECT_EQ(parse({{"MTIA_SIM_ENGINES", "1"}}).config->engines, 1);
   EXPECT_EQ(parse({{"MTIA_SIM_DEVICES", "007"}}).config->devices, 7);
+  EXPECT_EQ(parse({{"MTIA_SIM_QUEUE_DEPTH", "1"}}).config->queueDepth, 1);
+  EXPECT_EQ(parse({{"MTIA_SIM_QUEUE_DEPTH", "1048576"}}).config->queueDepth, 1048576);
 }
 
 // The runtime and mtia-smi read MTIA_SIM_MACHINE through this one check: a name one of them refuses
@@ -105,6 +108,7 @@ TEST(SimConfig, BadIntegers) {
   }
   for (const char* v : {"0", "65", "-4", "4.0", "four"}) expectRejected("MTIA_SIM_ENGINES", v, "from 1 to 64");
   for (const char* v : {"2", "yes", "true", "-0", ""}) expectRejected("MTIA_SIM_BIND_ENGINES", v, "from 0 to 1");
+  for (const char* v : {"0", "1048577", "-1", "1k", ""}) expectRejected("MTIA_SIM_QUEUE_DEPTH", v, "from 1 to 1048576");
 }
 
 TEST(SimConfig, BadMemory) {
