@@ -250,8 +250,9 @@ TEST_F(SimQueueDepthIsolated, FaultReleasesBlockedSubmitter) {
   std::thread t = feeder([&] { return noop(q); }, kLaunches, launched, error);
   expectHeldAtDepth(q, launched);
   std::vector<float> host(16, 0.0f);
-  launch(other, "fill_f32", {1, 1, 1}, host.data(), 1.0f, uint64_t{16});  // a host pointer: a fault
-  EXPECT_EQ(finish(other), mtiaErrorLaunchFailure);
+  // A host pointer: a fault. (Not finish(): after a fault it synchronizes the device, which waits for q.)
+  const uint64_t fill = launch(other, "fill_f32", {1, 1, 1}, host.data(), 1.0f, uint64_t{16});
+  EXPECT_EQ(d.queueWait(other, fill, MTIA_DRV_WAIT_SLEEP), mtiaErrorLaunchFailure);
   t.join();  // returns although the gate is still closed
   EXPECT_EQ(error.load(), mtiaErrorLaunchFailure);
   EXPECT_EQ(launched.load(), kDepth - 1);
