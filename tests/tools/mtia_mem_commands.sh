@@ -55,6 +55,14 @@ grep -q "reserved *44.00 MiB  (46137344 bytes)" "$work/summary.txt" || fail "sum
 grep -q "fragmentation *0.586" "$work/summary.txt" && grep -q "pool (1, 7): 1 segment, 4.00 MiB reserved" "$work/summary.txt" ||
   fail "summary text: $(cat "$work/summary.txt")"
 grep -q "(2 more sites)" "$work/summary.txt" || fail "summary --top 1: $(cat "$work/summary.txt")"
+# Counts are checked with a readable refusal (CLI11's own check printed "not in range 0.000000 to 1.79e308").
+for bad in 0 -1 nan 1.5; do
+  if "$mem" summary "$fx/two_devices.json" --top "$bad" >"$work/top.out" 2>&1; then fail "--top $bad accepted"; fi
+  grep -q -- "--top: got $bad; give a whole number of allocation sites, 1 or more" "$work/top.out" ||
+    fail "--top $bad: $(cat "$work/top.out")"
+done
+if "$mem" generate --workload train --steps -1 -o "$work/x.json" >"$work/steps.out" 2>&1; then fail "--steps -1 accepted"; fi
+grep -q -- "--steps: got -1; give a whole number of steps, 0 or more" "$work/steps.out" || fail "--steps -1: $(cat "$work/steps.out")"
 run summary113.json summary "$fx/torch_1_13.pickle" --json
 check summary113.json <<'PY'
 d = r["devices"][0]

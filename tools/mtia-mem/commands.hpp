@@ -27,6 +27,10 @@ void addExportCommand(CLI::App& app);
 
 // --top N: how many allocation sites a report lists (default 10).
 void addTopOption(CLI::App& cmd, size_t& top);
+// Accepts a whole number of at least least; the refusal names what was given and what is accepted
+// ("--top: got 0; give a whole number of allocation sites, 1 or more"). CLI11's own number checks
+// print their range as 0.000000 to 1.79e308. Thread-safe.
+CLI::Validator wholeAtLeast(long long least, const std::string& what);
 // "pickle" for a name ending in .pickle or .pkl, "json" for .json, else nullopt.
 std::optional<std::string> snapshotFormatOf(const std::string& path);
 // Writes snap to path as format ("json" or "pickle"); throws naming the file when that fails.

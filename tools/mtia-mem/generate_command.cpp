@@ -46,7 +46,7 @@ void addGenerateCommand(CLI::App& app) {
       "(train), the same with varying sequence lengths (train-varlen), inference with growing KV caches (kv-cache)");
   cmd->add_option("--workload", args->workload, "train, train-varlen or kv-cache")->required();
   cmd->add_option("--steps", args->steps, "training steps, or decode steps of kv-cache (default 6 and 400)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(wholeAtLeast(0, "steps"));
   cmd->add_option("--seed", args->seed, "seed of the random choices (the same seed, the same trace)")
       ->capture_default_str();
   cmd->add_option("--device-memory-budget", args->budget,
