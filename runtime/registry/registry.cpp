@@ -57,7 +57,10 @@ void removeAbandonedAtExit() {
   // try_lock: a fork child may have copied the mutex held by a thread it does not have.
   std::unique_lock lock(gOwnersMu, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  for (const Registry* r : owners()) (void)r->removeAbandonedRequestFiles(true);
+  // A forked child's copies are the parent's registries: the child owns no slot in them, and refreshing
+  // them would take their mutex (perhaps copied held) and reopen the lock file just to find that out.
+  for (const Registry* r : owners())
+    if (!r->inheritedThroughFork()) (void)r->removeAbandonedRequestFiles(true);
 }
 
 void addOwner(const Registry* registry) {

@@ -208,12 +208,17 @@ class Registry {
 
   // How often this process repaired the admission mutex of a dead owner.
   uint64_t admissionRecoveries() const { return recoveries_.load(std::memory_order_relaxed); }
+  // Whether this process is a fork of the one that opened the registry, and has not used it since.
+  // Never blocks. Thread-safe.
+  bool inheritedThroughFork() const noexcept {
+    return forkGeneration_.load(std::memory_order_relaxed) != fork_guard::generation();
+  }
 
  private:
   Registry();
   // In a forked child (fork_guard's generation moved), drops the parent's slot and lock descriptor.
   void refreshAfterFork() const {
-    if (forkGeneration_.load(std::memory_order_relaxed) != fork_guard::generation()) [[unlikely]]
+    if (inheritedThroughFork()) [[unlikely]]
       refreshAfterForkSlow();
   }
   void refreshAfterForkSlow() const;
