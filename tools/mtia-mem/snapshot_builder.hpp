@@ -120,14 +120,15 @@ class SnapshotBuilder {
   }
   void chargeDict(const Node& n, const Where& w) { charge(1 + n.size(), w); }
 
-  // Sizes are summed by every report (reserved, allocated, live bytes over time): a file whose sizes
-  // add up to 2^64 or more would wrap those sums (a summary with less reserved than allocated), so it is
-  // refused here, once, and every sum of a snapshot that was read fits in 64 bits. No real device holds
-  // 16 EiB.
+  // Sizes are summed by every report (reserved, allocated, live bytes over time, some as int64): a file
+  // whose sizes add up to 2^62 bytes (4 EiB) or more would wrap those sums (a summary with less reserved
+  // than allocated), so it is refused here, once. Every sum a report makes of what was read (a device's
+  // trace sizes plus its segments' blocks) then fits in an int64. No real device holds 4 EiB.
+  static constexpr uint64_t kMaxTotalBytes = uint64_t{1} << 62;
   uint64_t addSize(uint64_t sum, uint64_t size, const Where& w, std::string_view what) const {
     uint64_t out = 0;
-    if (__builtin_add_overflow(sum, size, &out))
-      fail(w, fmt::format("{} add up to 2^64 bytes or more (sizes this large are damage, not memory)", what));
+    if (__builtin_add_overflow(sum, size, &out) || out >= kMaxTotalBytes)
+      fail(w, fmt::format("{} add up to 2^62 bytes or more (sizes this large are damage, not memory)", what));
     return out;
   }
 
@@ -337,6 +338,9 @@ class SnapshotBuilder {
       const Where hw{&bw, "history[0]"};
       blk.requestedSize = unsignedAt(b, "requested_size", bw, false,
                                      legacy ? unsignedAt(first, "real_size", hw, false, blk.size) : blk.size);
+      if (blk.requestedSize > blk.size)
+        fail(bw, fmt::format("requested_size {} exceeds the block's size {} (a request is rounded up, never down)",
+                             blk.requestedSize, blk.size));
       blk.stack = stackAt(b, "frames", bw);
       if (blk.stack == 0 && legacy) blk.stack = stackAt(first, "frames", hw);
       seg.blocks.push_back(blk);
