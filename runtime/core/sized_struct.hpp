@@ -40,9 +40,11 @@ class SizedArray {
     if (count == 0) return;
     requireNonNull(base, argName);
     stride_ = sizeAt(0);
-    if (stride_ < sizeof(uint32_t))
-      fail(mtiaErrorInvalidValue, "{}[0].structSize is {}; set it to sizeof the struct (use the _INIT macro)",
-           argName, stride_);
+    // Bounded before entry 1 is read at that stride: a garbage size must not send the reads off the array.
+    if (stride_ < sizeof(uint32_t) || stride_ > kMaxStructSize)
+      fail(mtiaErrorInvalidValue,
+           "{}[0].structSize is {}; set it to sizeof the struct (use the _INIT macro; at most {} bytes)", argName,
+           stride_, kMaxStructSize);
     for (uint32_t i = 1; i < count; ++i) {
       const uint32_t size = sizeAt(i);
       if (size != stride_)
@@ -63,6 +65,7 @@ class SizedArray {
   }
 
  private:
+  static constexpr uint32_t kMaxStructSize = 4096;  // far above any struct of the ABI
   uint32_t sizeAt(uint32_t i) const {
     uint32_t size = 0;
     std::memcpy(&size, base_ + static_cast<size_t>(i) * stride_, sizeof size);

@@ -126,6 +126,10 @@ static void checkCallerStride(void) {
   current[1].structSize = 2;
   CHECK_STATUS(mtiaErrorInvalidValue, mtiamlDeviceGetProcesses(0, &n, current));
   CHECK_MESSAGE("infos[0].structSize");
+  /* A garbage size is refused before entry 1 is looked for that far away (it would lie 4 GiB off). */
+  current[0].structSize = 0xFFFFFFFFu;
+  CHECK_STATUS(mtiaErrorInvalidValue, mtiamlDeviceGetProcesses(0, &n, current));
+  CHECK_MESSAGE("at most 4096 bytes");
 
   CHECK_TRUE(stopHolder(h));
   CHECK_OK(mtiaFree(ptr));
