@@ -37,9 +37,10 @@ class Stream : public std::enable_shared_from_this<Stream> {
   int64_t id() const noexcept { return id_; }
   mtiaDrvQueue queue() const noexcept { return queue_; }
 
-  // Queues cmd; returns its command number. Thread-safe, non-blocking.
-  // While the stream is being captured the command goes to the capture instead, and 0 is returned.
-  // Throws Error (sticky device fault, malformed command, capture invalidated).
+  // Queues cmd; returns its command number. Thread-safe; blocks while the stream's driver queue is full
+  // (bounded queues: docs/abi.md), never while capturing: then the command goes to the capture instead,
+  // and 0 is returned. Throws Error (sticky device fault, also one that ends a wait for room; malformed
+  // command; capture invalidated).
   uint64_t submit(const mtiaDrvCommand& cmd) {
     if (CaptureLink* c = capture_.load(std::memory_order_acquire)) [[unlikely]] {
       c->append(*this, CapturedCommand{cmd});
@@ -47,7 +48,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
     }
     return submitToDevice(cmd);
   }
-  // Queues cmd on the device whether or not the stream is being captured (graph replays).
+  // Queues cmd on the device whether or not the stream is being captured (graph replays); blocks and
+  // throws as submit() does.
   uint64_t submitToDevice(const mtiaDrvCommand& cmd);
 
   // The capture the stream takes part in, if any. Set and cleared by the capture layer only, under
@@ -70,7 +72,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Blocks until everything submitted before the call completed.
   void synchronize(bool sleep = false) const { wait(lastSubmitted(), sleep); }
   // Later work of this stream waits until command seq of other (any device) completed.
-  // Nothing is queued when it has completed already. Non-blocking.
+  // Nothing is queued when it has completed already. Blocks only while this stream's queue is full.
   void waitFor(const Stream& other, uint64_t seq);
   // Throws the device's sticky fault, if it has one.
   void checkDevice() const;

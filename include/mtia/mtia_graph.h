@@ -155,7 +155,8 @@ MTIA_API mtiaError_t mtiaGraphInstantiate(mtiaGraph_t graph);
  * it. Independent branches run concurrently on the device's engines. Replays of one graph never
  * overlap, whatever streams they are launched on. Instantiates first if needed (mtiaGraphKeepGraph).
  * Thread-safe; blocking: may block when the stream's queue is full (a replay takes one queue entry
- * per step of each stream it uses: one for a graph whose nodes form one chain, see mtia_runtime.h);
+ * per step of each stream it uses plus a wait per stream it joins: one for a graph whose nodes form one
+ * chain, see mtia_runtime.h); while a replay waits for room, other calls on the same graph wait for it;
  * legal during capture on streams that do not take part in it.
  * Errors: mtiaErrorInvalidHandle (graph, stream), mtiaErrorIllegalState (no successful capture),
  * mtiaErrorInvalidValue (stream of another device), mtiaErrorStreamCaptureUnsupported (stream is

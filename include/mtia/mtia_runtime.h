@@ -26,8 +26,9 @@
  *   async copies and fills, event records and waits, host functions, graph
  *   replays) and finds its stream's queue full blocks until there is room;
  *   such calls say "blocking: may block when the stream's queue is full".
- *   A graph replay takes one entry per step of each stream it uses (one
- *   entry for a graph whose nodes form one chain). Nothing blocks during
+ *   A graph replay takes one entry per step of each stream it uses, plus
+ *   one wait per stream it joins (one entry for a graph whose nodes form
+ *   one chain). Nothing blocks during
  *   capture (nothing is queued), and a sticky device fault ends the wait
  *   with mtiaErrorLaunchFailure.
  */
