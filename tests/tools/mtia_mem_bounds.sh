@@ -11,7 +11,8 @@ mem=$1
 export MALLOC_PERTURB_=0
 # A sanitizer's shadow memory and quarantine are not mtia-mem's: there only the refusals are checked.
 sanitized=0
-if ldd "$mem" 2>/dev/null | grep -qE 'lib(a|t)san\.so'; then
+# (grep reads all of ldd's output: with -q it could stop early, and pipefail would then count ldd's SIGPIPE.)
+if ldd "$mem" 2>/dev/null | grep -E 'lib(a|t)san\.so' >/dev/null; then
   sanitized=1
   echo "mtia_mem_bounds: $mem runs under a sanitizer; peak resident sizes are printed, not checked"
 fi
