@@ -25,7 +25,7 @@ targets=("$DEMO" "$MEM")
 if ninja -C "$BUILD_DIR" -t query "$SMI" >/dev/null 2>&1; then targets+=("$SMI"); fi
 # The PyTorch backend when the configuration found Debian's PyTorch (integrations/torch).
 torch_demo=0
-if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep -q '^torch_mtia_C:'; then
+if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep '^torch_mtia_C:' >/dev/null; then
   targets+=(torch_mtia_C mtia_torch_kernels)
   torch_demo=1
 fi
