@@ -55,7 +55,8 @@ for workload in train train-varlen kv-cache; do
 done
 
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -1)
+# The results folder may be rewritten by this run (or by bench/compare.sh --write): not a local change.
+dirty=$(git -C "$root" status --porcelain --untracked-files=no -- . ':!bench/results' 2>/dev/null | head -1)
 {
   echo "["
   for i in "${!results[@]}"; do
