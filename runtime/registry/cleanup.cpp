@@ -11,10 +11,12 @@ namespace mtia::registry {
 namespace {
 
 // Once the object is gone no tool can be waiting for one of its requests (a waiting tool holds it open).
+// directory: the user's directory the object was in; "" finds it (as removeIfUnused does).
 void removeEveryRequestFile(const std::string& objectName, const std::string& directory, CleanupReport& out) {
   std::string dir;
-  if (requestDirectory(directory, false, dir))
-    out.requestFiles += removeRequestFiles(dir, objectName, -1, [](uint32_t) { return false; });
+  const Status found =
+      directory.empty() ? requestDirectory(geteuid(), false, dir) : requestDirectory(directory, false, dir);
+  if (found) out.requestFiles += removeRequestFiles(dir, objectName, -1, [](uint32_t) { return false; });
 }
 
 }  // namespace
@@ -30,8 +32,7 @@ Status cleanupMachine(const std::string& objectName, CleanupReport& out) {
       const Status removed = removeIfUnused(objectName);
       if (removed) {
         out.removed = true;
-        if (std::string dir; requestDirectory(geteuid(), false, dir))
-          out.requestFiles += removeRequestFiles(dir, objectName, -1, [](uint32_t) { return false; });
+        removeEveryRequestFile(objectName, "", out);
       }
       return removed.code == Code::Busy ? Status::ok() : removed;
     }
