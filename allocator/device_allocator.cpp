@@ -105,9 +105,10 @@ Block* DeviceAllocator::takeCached(BlockPool& pool, uint64_t stream, size_t roun
   ++searches_;
   Block* c = pool.bestFit(stream, rounded, config_);
   if (c == nullptr) return nullptr;
-  inactiveSplitOut(c);
+  const bool wasSplit = c->isSplit();
   if (!shouldSplit(pool.kind(), c->segment->expandable, c->size, rounded, config_)) {
     pool.erase(c);
+    if (wasSplit) inactiveSplitChange(*c->segment, pool.kind(), -1, -static_cast<int64_t>(c->size));
     return c;
   }
   Block* front = pool.makeBlock();
@@ -123,7 +124,12 @@ Block* DeviceAllocator::takeCached(BlockPool& pool, uint64_t stream, size_t roun
   c->prev = front;
   if (c->segment->head == c) c->segment->head = front;
   pool.rekey(c, c->address + rounded, c->size - rounded);
-  inactiveSplitIn(c);
+  // An inactive split block shrinks by the front; an unsplit one leaves a new inactive split block.
+  if (wasSplit) {
+    inactiveSplitChange(*c->segment, pool.kind(), 0, -static_cast<int64_t>(rounded));
+  } else {
+    inactiveSplitChange(*c->segment, pool.kind(), 1, static_cast<int64_t>(c->size));
+  }
   return front;
 }
 
@@ -371,10 +377,17 @@ void DeviceAllocator::freeBlock(Block* b) {
   stats_.requestedBytes.decrease(pool.kind(), static_cast<int64_t>(b->requested));
   Block* prev = b->prev != nullptr && pool.contains(b->prev) ? b->prev : nullptr;
   Block* next = b->next != nullptr && pool.contains(b->next) ? b->next : nullptr;
+  // The net change of the inactive split blocks: merged neighbours leave, the merged block joins.
+  int64_t splitBlocks = 0;
+  int64_t splitBytes = 0;
+  for (const Block* n : {prev, next}) {
+    if (n == nullptr) continue;
+    splitBlocks -= 1;  // a neighbour of b is split
+    splitBytes -= static_cast<int64_t>(n->size);
+  }
   if ((prev == nullptr) != (next == nullptr)) {
     // One cached neighbour (the common case): it absorbs b and keeps its place in the pool.
     Block* keep = prev != nullptr ? prev : next;
-    inactiveSplitOut(keep);
     if (keep == next) {
       keep->prev = b->prev;
       if (b->prev != nullptr) b->prev->next = keep;
@@ -387,14 +400,16 @@ void DeviceAllocator::freeBlock(Block* b) {
     }
     pool.destroyBlock(b);
     b = keep;
-    b->gcStamp = searches_;
-    inactiveSplitIn(b);
   } else {
-    if (prev != nullptr) inactiveSplitOut(prev);
-    if (next != nullptr) inactiveSplitOut(next);
     mergeFreeNeighbours(b);
-    cache(b);
+    pool.insert(b);
   }
+  b->gcStamp = searches_;
+  if (b->isSplit()) {
+    splitBlocks += 1;
+    splitBytes += static_cast<int64_t>(b->size);
+  }
+  inactiveSplitChange(*b->segment, pool.kind(), splitBlocks, splitBytes);
   if (pool.owner != nullptr && pool.owner->users == 0) releaseSegmentIfIdle(b->segment);
 }
 

@@ -226,6 +226,22 @@ class DeviceAllocator {
     stats_.inactiveSplit.decrease(b->pool->kind(), 1);
     stats_.inactiveSplitBytes.decrease(b->pool->kind(), static_cast<int64_t>(b->size));
   }
+  // A step's net change of inactive_split (blocks) and inactive_split_bytes for a plain segment of
+  // pool kind: PyTorch counts the net of a split or merge, so the accumulated allocated and freed
+  // totals grow by the net alone (not by the blocks' sizes before and after).
+  void inactiveSplitChange(const Segment& seg, PoolKind kind, int64_t blocks, int64_t bytes) {
+    if (seg.expandable) return;
+    if (blocks > 0) {
+      stats_.inactiveSplit.increase(kind, blocks);
+    } else if (blocks < 0) {
+      stats_.inactiveSplit.decrease(kind, -blocks);
+    }
+    if (bytes > 0) {
+      stats_.inactiveSplitBytes.increase(kind, bytes);
+    } else if (bytes < 0) {
+      stats_.inactiveSplitBytes.decrease(kind, -bytes);
+    }
+  }
   void countSegment(const Segment& seg, bool added);
   void countMapped(const Segment& seg, size_t bytes, size_t chunks, bool mapped);
   [[noreturn]] void outOfMemory(Lock& lock, size_t size, size_t rounded, uint64_t stream);

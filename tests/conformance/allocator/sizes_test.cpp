@@ -205,6 +205,47 @@ TEST_F(SplitMerge, SmallBlocksAreCarvedFromOneSegmentAndMergeBack) {
   freeOk(whole);
 }
 
+// PyTorch counts a split or merge by its net change: the accumulated totals of inactive_split and
+// inactive_split_bytes grow by the net of each step (a cached block shrinking by a request adds its
+// size to freed, not its old size to freed and its new size to allocated).
+TEST_F(SplitMerge, InactiveSplitTotalsGrowByTheNetOfEachStep) {
+  const auto view = mtiaStatSmallPool;
+  struct Totals {
+    int64_t blocksIn, blocksOut, bytesIn, bytesOut;
+  };
+  const mtiaMemoryStats s0 = stats();
+  auto since = [&](const mtiaMemoryStats& s) {
+    return Totals{s.inactive_split[view].allocated - s0.inactive_split[view].allocated,
+                  s.inactive_split[view].freed - s0.inactive_split[view].freed,
+                  s.inactive_split_bytes[view].allocated - s0.inactive_split_bytes[view].allocated,
+                  s.inactive_split_bytes[view].freed - s0.inactive_split_bytes[view].freed};
+  };
+  const auto k4 = static_cast<int64_t>(4096);
+  const auto seg = static_cast<int64_t>(2 * kMiB);
+  void* a = mallocOn(4096);  // a new segment: its rest becomes an inactive split block
+  void* b = mallocOn(4096);  // the rest shrinks by 4 KiB
+  void* c = mallocOn(4096);
+  ASSERT_TRUE(a && b && c);
+  Totals t = since(stats());
+  EXPECT_EQ(t.blocksIn, 1);
+  EXPECT_EQ(t.blocksOut, 0);
+  EXPECT_EQ(t.bytesIn, seg - k4);
+  EXPECT_EQ(t.bytesOut, 2 * k4);
+  freeOk(b);  // a hole: one more inactive split block
+  freeOk(a);  // merges with the hole: net +4 KiB, no block count change
+  t = since(stats());
+  EXPECT_EQ(t.blocksIn, 2);
+  EXPECT_EQ(t.blocksOut, 0);
+  EXPECT_EQ(t.bytesIn, seg + k4);
+  EXPECT_EQ(t.bytesOut, 2 * k4);
+  freeOk(c);  // both neighbours merge into the whole segment: two blocks and their bytes leave
+  t = since(stats());
+  EXPECT_EQ(t.blocksIn, 2);
+  EXPECT_EQ(t.blocksOut, 2);
+  EXPECT_EQ(t.bytesIn, seg + k4);
+  EXPECT_EQ(t.bytesOut, seg + k4);
+}
+
 TEST_F(SplitMerge, LargeBlocksMergeAndServeALargerRequest) {
   const mtiaMemoryStats s0 = stats();
   char* a = static_cast<char*>(mallocOn(5 * kMiB));
