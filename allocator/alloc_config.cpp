@@ -1,6 +1,6 @@
 #include "allocator/alloc_config.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "allocator/device_allocator.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <algorithm>
 #include <iterator>

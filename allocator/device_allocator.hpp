@@ -70,7 +70,7 @@
 #include "allocator/private_pool.hpp"
 #include "allocator/segment.hpp"
 #include "allocator/stats.hpp"
-#include "runtime/core/futex_mutex.hpp"
+#include "core/futex_mutex.hpp"
 #include "streams/stream.hpp"
 
 #include <cstdint>

@@ -1,10 +1,10 @@
 // What an IPC export of an allocation needs from the allocator: the physical
 // memory behind its block. Deferring the free of an exported allocation is
-// the runtime's business (runtime/ipc_memory.cpp): the block simply stays
+// the runtime's business (runtime/context/ipc_memory.cpp): the block simply stays
 // allocated until then.
 #include "allocator/device_allocator.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 namespace mtia::allocator {
 

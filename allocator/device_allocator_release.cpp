@@ -4,7 +4,7 @@
 // out-of-memory report.
 #include "allocator/byte_format.hpp"
 #include "allocator/device_allocator.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <algorithm>
 

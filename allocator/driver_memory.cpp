@@ -1,6 +1,6 @@
 #include "allocator/driver_memory.hpp"
 
-#include "runtime/core/log.hpp"
+#include "core/log.hpp"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 // because the allocator's out-of-memory ladder decides what happens next.
 #pragma once
 
-#include "runtime/driver/driver.hpp"
+#include "platform/driver/driver.hpp"
 
 #include <cstddef>
 #include <cstdint>

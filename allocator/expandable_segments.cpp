@@ -7,7 +7,7 @@
 // pieces merge back; shrinking unmaps the chunks that lie wholly inside
 // cached free blocks. Live blocks never move.
 #include "allocator/device_allocator.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <algorithm>
 

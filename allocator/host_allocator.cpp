@@ -2,8 +2,8 @@
 
 #include "allocator/host_numa.hpp"
 #include "allocator/host_pages.hpp"
-#include "runtime/core/error.hpp"
-#include "runtime/core/log.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 #include "allocator/size_policy.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <bit>
 

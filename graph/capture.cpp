@@ -1,7 +1,7 @@
 #include "graph/capture.hpp"
 
-#include "runtime/core/error.hpp"
-#include "runtime/core/log.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -29,14 +29,14 @@ void mergeFrontier(std::vector<NodeId>& into, const std::vector<NodeId>& from) {
 
 }  // namespace
 
-std::atomic<int> CaptureRegistry::active_{0};
+std::atomic<int> CaptureTable::active_{0};
 
 mtiaStreamCaptureMode exchangeThreadCaptureMode(mtiaStreamCaptureMode mode) noexcept {
   return std::exchange(tlsMode, mode);
 }
 
-CaptureRegistry& CaptureRegistry::instance() {
-  static CaptureRegistry* registry = new CaptureRegistry();  // never destroyed: streams may point at it at exit
+CaptureTable& CaptureTable::instance() {
+  static CaptureTable* registry = new CaptureTable();  // never destroyed: streams may point at it at exit
   return *registry;
 }
 
@@ -46,12 +46,12 @@ Capture::Member* Capture::member(const streams::Stream& s) {
   return nullptr;
 }
 
-Capture* CaptureRegistry::captureOf(const streams::Stream& stream) {
+Capture* CaptureTable::captureOf(const streams::Stream& stream) {
   auto it = streams_.find(&stream);
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
-std::shared_ptr<Capture> CaptureRegistry::begin(std::shared_ptr<streams::Stream> origin, mtiaStreamCaptureMode mode,
+std::shared_ptr<Capture> CaptureTable::begin(std::shared_ptr<streams::Stream> origin, mtiaStreamCaptureMode mode,
                                                 PoolRoute route, bool fromStreamApi) {
   auto c = std::make_shared<Capture>();
   c->id_ = gNextCaptureId.fetch_add(1, std::memory_order_relaxed);
@@ -74,7 +74,7 @@ std::shared_ptr<Capture> CaptureRegistry::begin(std::shared_ptr<streams::Stream>
   return c;
 }
 
-void CaptureRegistry::finish(Capture& c) noexcept {
+void CaptureTable::finish(Capture& c) noexcept {
   if (!c.live_) return;
   c.live_ = false;
   for (Capture::Member& m : c.members_) {
@@ -92,12 +92,12 @@ void CaptureRegistry::finish(Capture& c) noexcept {
   active_.fetch_sub(1, std::memory_order_release);
 }
 
-void CaptureRegistry::abort(Capture& c) noexcept {
+void CaptureTable::abort(Capture& c) noexcept {
   std::lock_guard lock(mu_);
   finish(c);
 }
 
-CaptureResult CaptureRegistry::end(Capture& c) {
+CaptureResult CaptureTable::end(Capture& c) {
   std::lock_guard lock(mu_);
   CaptureResult r;
   if (!c.live_) {
@@ -146,7 +146,7 @@ CaptureResult CaptureRegistry::end(Capture& c) {
   return r;
 }
 
-std::shared_ptr<Capture> CaptureRegistry::captureBegunOn(const streams::Stream& stream) {
+std::shared_ptr<Capture> CaptureTable::captureBegunOn(const streams::Stream& stream) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(&stream);
   if (it == streams_.end()) fail(mtiaErrorIllegalState, "stream {} is not capturing", stream.id());
@@ -161,14 +161,14 @@ std::shared_ptr<Capture> CaptureRegistry::captureBegunOn(const streams::Stream& 
   return c;
 }
 
-void CaptureRegistry::invalidate(Capture& c, std::string why) {
+void CaptureTable::invalidate(Capture& c, std::string why) {
   if (c.invalidated_) return;
   c.invalidated_ = true;
   c.why_ = std::move(why);
   log(LogLevel::Debug, "capture {} invalidated: {}", c.id_, c.why_);
 }
 
-void CaptureRegistry::append(streams::Stream& stream, const streams::CapturedCommand& in) {
+void CaptureTable::append(streams::Stream& stream, const streams::CapturedCommand& in) {
   Node node;
   switch (in.cmd.type) {
     case mtiaDrvCmdKernel: {
@@ -212,7 +212,7 @@ void CaptureRegistry::append(streams::Stream& stream, const streams::CapturedCom
   m->frontier.assign(1, id);
 }
 
-bool CaptureRegistry::recordEvent(const std::shared_ptr<streams::Event>& eventRef, streams::Stream& stream,
+bool CaptureTable::recordEvent(const std::shared_ptr<streams::Event>& eventRef, streams::Stream& stream,
                                   bool external) {
   streams::Event& event = *eventRef;
   event.requireRecordable();  // an imported event is never recorded here, capturing or not
@@ -242,7 +242,7 @@ bool CaptureRegistry::recordEvent(const std::shared_ptr<streams::Event>& eventRe
   return true;
 }
 
-void CaptureRegistry::join(Capture& c, streams::Stream& stream, const std::vector<NodeId>& frontier) {
+void CaptureTable::join(Capture& c, streams::Stream& stream, const std::vector<NodeId>& frontier) {
   if (stream.device() != c.device_) {
     invalidate(c, fmt::format("stream {} of device {} waited for it; captures span one device", stream.id(),
                               stream.device()));
@@ -257,7 +257,7 @@ void CaptureRegistry::join(Capture& c, streams::Stream& stream, const std::vecto
   stream.setCapture(this);
 }
 
-bool CaptureRegistry::waitEvent(streams::Stream& stream, const std::shared_ptr<streams::Event>& eventRef,
+bool CaptureTable::waitEvent(streams::Stream& stream, const std::shared_ptr<streams::Event>& eventRef,
                                 unsigned flags) {
   const streams::Event& event = *eventRef;
   std::shared_ptr<const streams::CaptureMark> anyMark = event.captureMark();
@@ -314,7 +314,7 @@ bool CaptureRegistry::waitEvent(streams::Stream& stream, const std::shared_ptr<s
   return true;
 }
 
-std::vector<Capture*> CaptureRegistry::prohibiting(int device) {
+std::vector<Capture*> CaptureTable::prohibiting(int device) {
   std::vector<Capture*> found;
   const mtiaStreamCaptureMode mine = tlsMode;
   if (mine == mtiaStreamCaptureModeRelaxed) return found;
@@ -330,7 +330,7 @@ std::vector<Capture*> CaptureRegistry::prohibiting(int device) {
   return found;
 }
 
-void CaptureRegistry::checkUnsafe(int device, const char* what) {
+void CaptureTable::checkUnsafe(int device, const char* what) {
   if (!anyActive()) return;
   std::lock_guard lock(mu_);
   std::vector<Capture*> found = prohibiting(device);
@@ -348,7 +348,7 @@ void CaptureRegistry::checkUnsafe(int device, const char* what) {
        what, ids, modeName(tlsMode));
 }
 
-void CaptureRegistry::checkStreamSync(const streams::Stream& stream, const char* what) {
+void CaptureTable::checkStreamSync(const streams::Stream& stream, const char* what) {
   if (stream.capturing()) {
     std::lock_guard lock(mu_);
     if (Capture* c = captureOf(stream)) {
@@ -361,7 +361,7 @@ void CaptureRegistry::checkStreamSync(const streams::Stream& stream, const char*
   checkUnsafe(stream.device(), what);
 }
 
-void CaptureRegistry::checkEventSync(const streams::Event& event, const char* what) {
+void CaptureTable::checkEventSync(const streams::Event& event, const char* what) {
   if (!anyActive()) return;
   auto mark = std::static_pointer_cast<const EventMark>(event.captureMark());
   if (mark) {
@@ -378,7 +378,7 @@ void CaptureRegistry::checkEventSync(const streams::Event& event, const char* wh
   checkUnsafe(event.device(), what);
 }
 
-void CaptureRegistry::checkDeviceSync(int device, const char* what) {
+void CaptureTable::checkDeviceSync(int device, const char* what) {
   if (!anyActive()) return;
   {
     std::lock_guard lock(mu_);
@@ -395,7 +395,7 @@ void CaptureRegistry::checkDeviceSync(int device, const char* what) {
   checkUnsafe(device, what);
 }
 
-void CaptureRegistry::refuseReplayInto(const streams::Stream& stream) {
+void CaptureTable::refuseReplayInto(const streams::Stream& stream) {
   std::lock_guard lock(mu_);
   Capture* c = captureOf(stream);
   if (c == nullptr) return;
@@ -406,7 +406,7 @@ void CaptureRegistry::refuseReplayInto(const streams::Stream& stream) {
        stream.id(), c->id_);
 }
 
-mtiaStreamCaptureStatus CaptureRegistry::status(const streams::Stream& stream, uint64_t* id) {
+mtiaStreamCaptureStatus CaptureTable::status(const streams::Stream& stream, uint64_t* id) {
   if (id != nullptr) *id = 0;
   if (!stream.capturing()) return mtiaStreamCaptureStatusNone;
   std::lock_guard lock(mu_);

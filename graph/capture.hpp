@@ -46,9 +46,9 @@ struct CaptureResult {
   std::unique_ptr<Graph> graph;  // on success
 };
 
-class CaptureRegistry final : public streams::CaptureLink {
+class CaptureTable final : public streams::CaptureLink {
  public:
-  static CaptureRegistry& instance();
+  static CaptureTable& instance();
   // Whether any capture is live in the process: the ABI's synchronising calls check only then.
   static bool anyActive() noexcept { return active_.load(std::memory_order_acquire) != 0; }
 
@@ -90,7 +90,7 @@ class CaptureRegistry final : public streams::CaptureLink {
   mtiaStreamCaptureStatus status(const streams::Stream& stream, uint64_t* id);
 
  private:
-  CaptureRegistry() = default;
+  CaptureTable() = default;
   void finish(Capture& c) noexcept;  // with mu_ held
   void invalidate(Capture& c, std::string why);
   // Captures that make a potentially unsafe call of this thread illegal (see mtia_graph.h).
@@ -110,7 +110,7 @@ class Capture {
   uint64_t id() const noexcept { return id_; }
 
  private:
-  friend class CaptureRegistry;
+  friend class CaptureTable;
   struct Member {
     std::shared_ptr<streams::Stream> stream;
     std::vector<NodeId> frontier;  // the nodes its next work depends on

@@ -1,6 +1,6 @@
 #include "graph/executable.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <algorithm>
 #include <limits>

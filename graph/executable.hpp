@@ -6,7 +6,7 @@
 #pragma once
 
 #include "graph/graph_ir.hpp"
-#include "runtime/driver/driver.hpp"
+#include "platform/driver/driver.hpp"
 #include "streams/stream.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "graph/graph_ir.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "graph/graph_object.hpp"
 
-#include "runtime/core/error.hpp"
-#include "runtime/core/log.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -109,7 +109,7 @@ void GraphObject::captureBegin(const DeviceContext& device, std::shared_ptr<stre
   // Routing before the capture begins (PyTorch's order): an allocation racing with the begin lands in the pool.
   memory.beginAllocateToPool(id, stream.get());
   try {
-    capture_ = CaptureRegistry::instance().begin(stream, mode, PoolRoute{&memory, id}, fromStreamApi);
+    capture_ = CaptureTable::instance().begin(stream, mode, PoolRoute{&memory, id}, fromStreamApi);
   } catch (...) {
     try {
       memory.endAllocateToPool(id);
@@ -130,7 +130,7 @@ void GraphObject::captureEnd() {
   if (state_ != mtiaGraphStateCapturing)
     fail(mtiaErrorIllegalState, "graph #{} is not capturing ({}); call mtiaGraphCaptureBegin first", serial_,
          stateName(state_));
-  CaptureResult r = CaptureRegistry::instance().end(*capture_);
+  CaptureResult r = CaptureTable::instance().end(*capture_);
   capture_.reset();
   if (r.status != mtiaSuccess) {
     state_ = mtiaGraphStateFailed;
@@ -180,7 +180,7 @@ void GraphObject::replay(streams::Stream& stream) {
   if (stream.device() != device_.target.device)
     fail(mtiaErrorInvalidValue, "stream {} is on device {} but graph #{} was captured on device {}", stream.id(),
          stream.device(), serial_, device_.target.device);
-  if (stream.capturing()) CaptureRegistry::instance().refuseReplayInto(stream);
+  if (stream.capturing()) CaptureTable::instance().refuseReplayInto(stream);
   if (state_ == mtiaGraphStateCaptured) instantiateLocked();
   exec_->launch(stream);
   ++replays_;
@@ -188,7 +188,7 @@ void GraphObject::replay(streams::Stream& stream) {
 
 void GraphObject::resetLocked() noexcept {
   if (capture_) {
-    CaptureRegistry::instance().abort(*capture_);
+    CaptureTable::instance().abort(*capture_);
     capture_.reset();
   }
   if (exec_) exec_->waitIdle();  // the pool's memory must not go back while a replay uses it

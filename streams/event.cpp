@@ -1,6 +1,6 @@
 #include "streams/event.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 #include "streams/timestamp_slots.hpp"
 
 #include <utility>

@@ -7,7 +7,7 @@
 // time on the host when the stream is idle.
 #pragma once
 
-#include "runtime/core/spin_lock.hpp"
+#include "core/spin_lock.hpp"
 #include "streams/ipc_event.hpp"
 #include "streams/stream.hpp"
 

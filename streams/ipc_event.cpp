@@ -1,6 +1,6 @@
 #include "streams/ipc_event.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 #include "streams/stream.hpp"
 
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 namespace mtia::streams {
 namespace {

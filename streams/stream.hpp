@@ -8,7 +8,7 @@
 // what was submitted to it.
 #pragma once
 
-#include "runtime/driver/driver.hpp"
+#include "platform/driver/driver.hpp"
 #include "streams/capture_link.hpp"
 
 #include <atomic>

@@ -19,17 +19,17 @@ path prefix such as "streams/" or "mtia/", then checked against the rules:
   third-party-in-public-header
                   no fmt, Boost, hwloc, numa, CLI11, gtest... in include/mtia
   upward          a part includes a part of a higher layer:
-                  runtime/core <- runtime/driver, runtime/registry,
-                  runtime/topology <- streams <- allocator <- graph <-
+                  core <- platform/driver, platform/registry,
+                  platform/topology <- streams <- allocator <- graph <-
                   runtime (device, capi, ...)
   same-layer      parts of one layer do not include each other (driver,
-                  registry and topology include runtime/core only)
-  sim-plugin      runtime/sim includes only itself, include/mtia,
-                  runtime/registry and, of runtime/topology, the bounded
-                  hwloc load (runtime/topology/bounded_hwloc.hpp)
-  sim-internal    only runtime/sim, the runtime level (through the sim's entry
+                  registry and topology include core only)
+  sim-plugin      drivers/sim includes only itself, include/mtia,
+                  platform/registry and, of platform/topology, the bounded
+                  hwloc load (platform/topology/bounded_hwloc.hpp)
+  sim-internal    only drivers/sim, the runtime level (through the sim's entry
                   header, to link it as the built-in driver), tests and bench
-                  include runtime/sim
+                  include drivers/sim
   public-api-only tools/ and integrations/ include only include/mtia and
                   their own files; tests/capi only include/mtia and tests/
   snapshot-format allocator/snapshot (the snapshot model and writers) includes
@@ -46,17 +46,17 @@ import re
 import sys
 
 SOURCE_EXTENSIONS = {".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".c", ".cc", ".cpp", ".cxx"}
-CODE_FOLDERS = ["include", "runtime", "streams", "allocator", "graph", "tools", "integrations", "bench", "tests"]
+CODE_FOLDERS = ["include", "core", "platform", "drivers", "runtime", "streams", "allocator", "graph", "tools", "integrations", "bench", "tests"]
 FIXTURES = "tests/checks/fixtures"  # deliberate violations, checked only by --self-test
 
 # Folder -> part; the longest matching folder wins.
 PARTS = {
     "include": "public",
-    "runtime/core": "core",
-    "runtime/driver": "driver",
-    "runtime/registry": "registry",
-    "runtime/topology": "topology",
-    "runtime/sim": "sim",
+    "core": "core",
+    "platform/driver": "driver",
+    "platform/registry": "registry",
+    "platform/topology": "topology",
+    "drivers/sim": "sim",
     "streams": "streams",
     "allocator": "allocator",
     "allocator/snapshot": "snapshot-format",
@@ -84,10 +84,10 @@ LAYER = {
     "runtime": 6,
 }
 PUBLIC_SYSTEM_HEADERS = {"stddef.h", "stdint.h"}
-# What the runtime level may include of runtime/sim: the built-in driver's entry point.
-SIM_ENTRY_HEADERS = {"runtime/sim/sim_driver.h"}
-# What the sim may use of runtime/topology: the one hwloc load that refuses hostile HWLOC_* input.
-SIM_TOPOLOGY_HEADERS = {"runtime/topology/bounded_hwloc.hpp"}
+# What the runtime level may include of drivers/sim: the built-in driver's entry point.
+SIM_ENTRY_HEADERS = {"drivers/sim/sim_driver.h"}
+# What the sim may use of platform/topology: the one hwloc load that refuses hostile HWLOC_* input.
+SIM_TOPOLOGY_HEADERS = {"platform/topology/bounded_hwloc.hpp"}
 THIRD_PARTY = re.compile(
     r"^(fmt/|boost/|hwloc|numa|CLI/|gtest/|gmock/|benchmark/|simdjson|torch/|ATen/|c10/|pybind11/|Python\.h)"
 )
@@ -195,7 +195,7 @@ def check_include(src_rel, src, delim, name, dst_rel):
     if src == "sim":
         if dst == "registry" or dst_rel in SIM_TOPOLOGY_HEADERS:
             return None
-        return ("sim-plugin", f"runtime/sim includes only include/mtia, runtime/registry and runtime/topology/bounded_hwloc.hpp: {shown} is {dst}")
+        return ("sim-plugin", f"drivers/sim includes only include/mtia, platform/registry and platform/topology/bounded_hwloc.hpp: {shown} is {dst}")
     if dst == "sim":
         if src == "runtime" and dst_rel in SIM_ENTRY_HEADERS:
             return None

@@ -1,7 +1,7 @@
 #include "allocator/history/history_recorder.hpp"
 
-#include "runtime/core/error.hpp"
-#include "runtime/core/native_stack.hpp"
+#include "core/error.hpp"
+#include "allocator/history/stacks/native_stack.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #include "allocator/history/snapshot_assembly.hpp"
 
-#include "runtime/core/symbolizer.hpp"
+#include "allocator/history/stacks/symbolizer.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 // The caching allocator's controls at the ABI: settings, memory fraction,
 // statistics, observers, emptying the cache, and private pools.
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/sized_struct.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "core/sized_struct.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 

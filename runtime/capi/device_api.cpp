@@ -1,7 +1,7 @@
 #include "graph/capture.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/sized_struct.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "core/sized_struct.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 
@@ -88,8 +88,8 @@ MTIA_API mtiaError_t mtiaGetDeviceProperties(mtiaDeviceProp* prop, int dev) {
 MTIA_API mtiaError_t mtiaDeviceSynchronize(void) {
   return apiCall("mtiaDeviceSynchronize", [&] {
     mtia::Device& dev = Runtime::instance().currentDevice();
-    if (mtia::graph::CaptureRegistry::anyActive()) [[unlikely]]
-      mtia::graph::CaptureRegistry::instance().checkDeviceSync(dev.ordinal(), "mtiaDeviceSynchronize");
+    if (mtia::graph::CaptureTable::anyActive()) [[unlikely]]
+      mtia::graph::CaptureTable::instance().checkDeviceSync(dev.ordinal(), "mtiaDeviceSynchronize");
     dev.synchronize();
   });
 }

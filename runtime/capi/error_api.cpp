@@ -1,6 +1,6 @@
 // Error functions: never fail, never initialise the runtime.
-#include "runtime/core/error.hpp"
-#include "runtime/core/last_error.hpp"
+#include "core/error.hpp"
+#include "core/last_error.hpp"
 
 #include <mtia/mtia.h>
 

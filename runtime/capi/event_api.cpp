@@ -1,6 +1,6 @@
 #include "graph/capture.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 
@@ -8,7 +8,7 @@ using mtia::apiCall;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
-using mtia::graph::CaptureRegistry;
+using mtia::graph::CaptureTable;
 
 namespace {
 
@@ -46,7 +46,7 @@ MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream) {
     auto e = rt.streams().borrowEvent(event);
     auto s = rt.borrowStream(stream);
     if (s->capturing()) [[unlikely]] {
-      if (CaptureRegistry::instance().recordEvent(rt.streams().event(event), *s, false)) return;
+      if (CaptureTable::instance().recordEvent(rt.streams().event(event), *s, false)) return;
     }
     e->record(*s);
   });
@@ -55,8 +55,8 @@ MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream) {
 MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event) {
   return apiCall("mtiaEventQuery", [&] {
     auto e = Runtime::instance().streams().borrowEvent(event);
-    if (CaptureRegistry::anyActive()) [[unlikely]]
-      CaptureRegistry::instance().checkEventSync(*e, "mtiaEventQuery");
+    if (CaptureTable::anyActive()) [[unlikely]]
+      CaptureTable::instance().checkEventSync(*e, "mtiaEventQuery");
     return e->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
@@ -64,8 +64,8 @@ MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event) {
 MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event) {
   return apiCall("mtiaEventSynchronize", [&] {
     auto e = Runtime::instance().streams().borrowEvent(event);
-    if (CaptureRegistry::anyActive()) [[unlikely]]
-      CaptureRegistry::instance().checkEventSync(*e, "mtiaEventSynchronize");
+    if (CaptureTable::anyActive()) [[unlikely]]
+      CaptureTable::instance().checkEventSync(*e, "mtiaEventSynchronize");
     e->synchronize();
   });
 }
@@ -73,7 +73,7 @@ MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event) {
 MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end) {
   return apiCall("mtiaEventElapsedTime", [&] {
     requireNonNull(ms, "ms");
-    mtia::StreamRegistry& reg = Runtime::instance().streams();
+    mtia::StreamTable& reg = Runtime::instance().streams();
     std::shared_ptr<mtia::streams::Event> s = reg.event(start, "start");
     std::shared_ptr<mtia::streams::Event> e = reg.event(end, "end");
     *ms = mtia::streams::Event::elapsedMs(*s, *e);

@@ -1,8 +1,8 @@
 // Graph objects and stream capture at the ABI (mtia_graph.h).
 #include "graph/capture.hpp"
 #include "graph/graph_object.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 
@@ -16,7 +16,7 @@ using mtia::enumBits;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
-using mtia::graph::CaptureRegistry;
+using mtia::graph::CaptureTable;
 using mtia::graph::GraphObject;
 
 namespace {
@@ -68,7 +68,7 @@ extern "C" {
 MTIA_API mtiaError_t mtiaStreamIsCapturing(mtiaStream_t stream, mtiaStreamCaptureStatus* status) {
   return apiCall("mtiaStreamIsCapturing", [&] {
     requireNonNull(status, "status");
-    *status = CaptureRegistry::instance().status(*Runtime::instance().borrowStream(stream), nullptr);
+    *status = CaptureTable::instance().status(*Runtime::instance().borrowStream(stream), nullptr);
   });
 }
 
@@ -76,7 +76,7 @@ MTIA_API mtiaError_t mtiaStreamGetCaptureInfo(mtiaStream_t stream, mtiaStreamCap
   return apiCall("mtiaStreamGetCaptureInfo", [&] {
     requireNonNull(status, "status");
     uint64_t captureId = 0;
-    *status = CaptureRegistry::instance().status(*Runtime::instance().borrowStream(stream), &captureId);
+    *status = CaptureTable::instance().status(*Runtime::instance().borrowStream(stream), &captureId);
     if (id != nullptr) *id = captureId;
   });
 }
@@ -106,7 +106,7 @@ MTIA_API mtiaError_t mtiaStreamEndCapture(mtiaStream_t stream, mtiaGraph_t* grap
     requireNonNull(graph, "graph");
     Runtime& rt = Runtime::instance();
     std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
-    std::shared_ptr<mtia::graph::Capture> c = CaptureRegistry::instance().captureBegunOn(*s);
+    std::shared_ptr<mtia::graph::Capture> c = CaptureTable::instance().captureBegunOn(*s);
     GraphPtr g;
     {
       StreamCaptures& sc = streamCaptures();
@@ -131,7 +131,7 @@ MTIA_API mtiaError_t mtiaEventRecordWithFlags(mtiaEvent_t event, mtiaStream_t st
     std::shared_ptr<mtia::streams::Event> e = rt.streams().event(event);
     std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
     if (s->capturing() &&
-        CaptureRegistry::instance().recordEvent(e, *s, (flags & mtiaEventRecordExternal) != 0))
+        CaptureTable::instance().recordEvent(e, *s, (flags & mtiaEventRecordExternal) != 0))
       return;
     e->record(*s);
   });

@@ -1,7 +1,7 @@
 // Pinned host memory at the ABI: mtiaMallocHost, mtiaFreeHost and
 // mtiaHostRecordStream over the runtime's caching pinned-host allocator.
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 

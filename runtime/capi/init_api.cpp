@@ -1,5 +1,5 @@
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 

@@ -1,7 +1,7 @@
 // mtia_ipc.h: device memory and events shared between processes.
 #include "graph/capture.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 #include "streams/ipc_event.hpp"
 
 #include <mtia/mtia.h>
@@ -12,7 +12,7 @@ using mtia::apiCall;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
-using mtia::graph::CaptureRegistry;
+using mtia::graph::CaptureTable;
 
 namespace {
 
@@ -23,8 +23,8 @@ Runtime& ipcRuntime(const char* call, int device) {
     fail(mtiaErrorNotSupported, "driver '{}' implements driver ABI {}.{}, which shares no memory or events between "
          "processes (IPC needs driver ABI 1.4)", rt.driver().name(), MTIA_DRIVER_API_MAJOR(rt.driver().ops().version),
          MTIA_DRIVER_API_MINOR(rt.driver().ops().version));
-  if (CaptureRegistry::anyActive()) [[unlikely]]
-    CaptureRegistry::instance().checkUnsafe(device, call);
+  if (CaptureTable::anyActive()) [[unlikely]]
+    CaptureTable::instance().checkUnsafe(device, call);
   rt.ipc().collect();
   return rt;
 }

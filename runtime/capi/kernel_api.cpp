@@ -1,6 +1,6 @@
 #include "graph/capture.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 
@@ -16,8 +16,8 @@ MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
     requireNonNull(path, "path");
     // dlopen("") would hand back the main program, whose symbols are no module of kernels.
     if (*path == '\0') mtia::fail(mtiaErrorInvalidValue, "path is empty (expected the file name of a kernel module)");
-    if (mtia::graph::CaptureRegistry::anyActive())
-      mtia::graph::CaptureRegistry::instance().checkUnsafe(-1, "mtiaModuleLoad");
+    if (mtia::graph::CaptureTable::anyActive())
+      mtia::graph::CaptureTable::instance().checkUnsafe(-1, "mtiaModuleLoad");
     *module = Runtime::instance().kernels().loadModule(path);
   });
 }
@@ -25,8 +25,8 @@ MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path) {
 MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module) {
   return apiCall("mtiaModuleUnload", [&] {
     if (module == nullptr) return;
-    if (mtia::graph::CaptureRegistry::anyActive())
-      mtia::graph::CaptureRegistry::instance().checkUnsafe(-1, "mtiaModuleUnload");
+    if (mtia::graph::CaptureTable::anyActive())
+      mtia::graph::CaptureTable::instance().checkUnsafe(-1, "mtiaModuleUnload");
     Runtime::instance().kernels().unloadModule(module);
   });
 }

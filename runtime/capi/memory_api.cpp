@@ -1,8 +1,8 @@
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/native_stack.hpp"
-#include "runtime/core/sized_struct.hpp"
-#include "runtime/memory_ops.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "allocator/history/stacks/native_stack.hpp"
+#include "core/sized_struct.hpp"
+#include "runtime/context/memory_ops.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 

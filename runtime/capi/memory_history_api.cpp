@@ -1,8 +1,8 @@
 // Memory history and snapshots at the ABI (<mtia/mtia_memory_history.h>).
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/error.hpp"
-#include "runtime/memory_snapshot.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "core/error.hpp"
+#include "runtime/context/memory_snapshot.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 

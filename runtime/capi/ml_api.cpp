@@ -1,7 +1,7 @@
 // <mtia/mtia_ml.h>: the management library. Unlike the rest of the C ABI it
 // never initialises the runtime (see runtime/ml/management.hpp).
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/sized_struct.hpp"
+#include "core/api_guard.hpp"
+#include "core/sized_struct.hpp"
 #include "runtime/ml/management.hpp"
 
 #include <mtia/mtia_ml.h>

@@ -1,6 +1,6 @@
 #include "graph/capture.hpp"
-#include "runtime/core/api_guard.hpp"
-#include "runtime/runtime.hpp"
+#include "core/api_guard.hpp"
+#include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
 
@@ -8,7 +8,7 @@ using mtia::apiCall;
 using mtia::fail;
 using mtia::requireNonNull;
 using mtia::Runtime;
-using mtia::graph::CaptureRegistry;
+using mtia::graph::CaptureTable;
 
 namespace {
 
@@ -49,7 +49,7 @@ MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream) {
     Runtime& rt = Runtime::instance();
     if (std::shared_ptr<mtia::streams::Stream> s = rt.streams().get(stream); s->capturing()) {
       uint64_t id = 0;
-      if (CaptureRegistry::instance().status(*s, &id) != mtiaStreamCaptureStatusNone)
+      if (CaptureTable::instance().status(*s, &id) != mtiaStreamCaptureStatusNone)
         fail(mtiaErrorIllegalState, "stream {} is capturing (capture {}); end the capture before destroying it",
              s->id(), id);
     }
@@ -60,8 +60,8 @@ MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream) {
 MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream) {
   return apiCall("mtiaStreamQuery", [&] {
     auto s = Runtime::instance().borrowStream(stream);
-    if (CaptureRegistry::anyActive()) [[unlikely]]
-      CaptureRegistry::instance().checkStreamSync(*s, "mtiaStreamQuery");
+    if (CaptureTable::anyActive()) [[unlikely]]
+      CaptureTable::instance().checkStreamSync(*s, "mtiaStreamQuery");
     return s->query() ? mtiaSuccess : mtiaErrorNotReady;
   });
 }
@@ -69,8 +69,8 @@ MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream) {
 MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream) {
   return apiCall("mtiaStreamSynchronize", [&] {
     auto s = Runtime::instance().borrowStream(stream);
-    if (CaptureRegistry::anyActive()) [[unlikely]]
-      CaptureRegistry::instance().checkStreamSync(*s, "mtiaStreamSynchronize");
+    if (CaptureTable::anyActive()) [[unlikely]]
+      CaptureTable::instance().checkStreamSync(*s, "mtiaStreamSynchronize");
     s->synchronize();
   });
 }
@@ -82,9 +82,9 @@ MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event,
            flags);
     Runtime& rt = Runtime::instance();
     auto s = rt.borrowStream(stream);
-    if (CaptureRegistry::anyActive()) [[unlikely]] {
+    if (CaptureTable::anyActive()) [[unlikely]] {
       // Fork, join, isolation and external waits; an eager wait otherwise.
-      if (CaptureRegistry::instance().waitEvent(*s, rt.streams().event(event), flags)) return;
+      if (CaptureTable::instance().waitEvent(*s, rt.streams().event(event), flags)) return;
     }
     rt.streams().borrowEvent(event)->enqueueWait(*s);
   });

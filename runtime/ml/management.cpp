@@ -1,9 +1,9 @@
 #include "management.hpp"
 
-#include "runtime/core/error.hpp"
-#include "runtime/registry/busy_window.hpp"
-#include "runtime/registry/cleanup.hpp"
-#include "runtime/registry/requests.hpp"
+#include "core/error.hpp"
+#include "platform/registry/busy_window.hpp"
+#include "platform/registry/cleanup.hpp"
+#include "platform/registry/requests.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

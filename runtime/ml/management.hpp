@@ -8,9 +8,9 @@
 // for another process.
 #pragma once
 
-#include "runtime/registry/registry.hpp"
-#include "runtime/sim/sim_driver.h"
-#include "runtime/topology/host_topology.hpp"
+#include "platform/registry/registry.hpp"
+#include "drivers/sim/sim_driver.h"
+#include "platform/topology/host_topology.hpp"
 
 #include <mtia/mtia_ml.h>
 

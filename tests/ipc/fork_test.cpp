@@ -1,4 +1,4 @@
-// A child forked from a process that initialised the runtime (Note [fork] in runtime/runtime.cpp): every
+// A child forked from a process that initialised the runtime (Note [fork] in runtime/context/runtime.cpp): every
 // device call fails at once with mtiaErrorInitializationError, nothing blocks, nothing reports a success
 // whose work never runs, and the child's exit does not hang; the parent goes on unaffected. Before, the
 // child's mtiaMemcpy and mtiaMemset waited forever for engines it does not have, and mtiaMemsetAsync,

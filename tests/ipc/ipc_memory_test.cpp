@@ -4,7 +4,7 @@
 // devices); every runtime lives in a forked child.
 #include "ipc_test_util.hpp"
 
-#include "runtime/registry/user_directory.hpp"
+#include "platform/registry/user_directory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -561,7 +561,7 @@ TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
 }
 
 // A forked child of an importer cannot use the runtime at all (as in CUDA: Note [fork] in
-// runtime/runtime.cpp): it can neither close the parent's mappings, use its imported events, nor open
+// runtime/context/runtime.cpp): it can neither close the parent's mappings, use its imported events, nor open
 // the handles again, and gets InitializationError at once; the parent's opens stay as they were.
 TEST(IpcMemory, AForkedChildOfAnImporterCannotUseTheRuntime) {
   struct Sent {

@@ -29,7 +29,7 @@ export MTIA_SIM_MACHINE=test-squat MTIA_SIM_DEVICES=1 MTIA_SIM_MEMORY=256MiB
 
 # The squatter goes first: the user directory, a fall-back name, and every name older versions used (the
 # object's name ends in an FNV-1a hash of the machine's description, machine_name.cpp).
-layout=$(sed -n 's/.*kLayoutVersion = \([0-9]*\);.*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../runtime/registry/layout.hpp")
+layout=$(sed -n 's/.*kLayoutVersion = \([0-9]*\);.*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../platform/registry/layout.hpp")
 legacy=$(python3 - "$layout" "$victim" <<'PY'
 import sys
 h = 0xcbf29ce484222325

@@ -1,7 +1,7 @@
 // The allocator's settings (MTIA_ALLOC_CONF): PyTorch's keys and syntax, every key's errors and the
 // effective settings written back.
 #include "allocator/alloc_config.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <gtest/gtest.h>
 

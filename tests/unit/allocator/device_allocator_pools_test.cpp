@@ -5,7 +5,7 @@
 // to the device, and that what was put off happens once the last route ends.
 #include "allocator/allocator_context.hpp"
 #include "allocator/device_allocator.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include "allocator/host_allocator.hpp"
 #include "allocator/host_numa.hpp"
 #include "allocator/host_pages.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <gtest/gtest.h>
 #include <numa.h>

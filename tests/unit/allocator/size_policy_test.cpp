@@ -1,7 +1,7 @@
 // The caching allocator's size policy at its boundaries: rounding, pool choice, segment sizes, which
 // cached blocks may serve a request, and when a block is split.
 #include "allocator/size_policy.hpp"
-#include "runtime/core/error.hpp"
+#include "core/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "runtime/core/api_guard.hpp"
-#include "runtime/core/error.hpp"
-#include "runtime/core/last_error.hpp"
+#include "core/api_guard.hpp"
+#include "core/error.hpp"
+#include "core/last_error.hpp"
 
 #include <gtest/gtest.h>
 

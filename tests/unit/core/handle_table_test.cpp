@@ -1,4 +1,4 @@
-#include "runtime/core/handle_table.hpp"
+#include "core/handle_table.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
-#include "runtime/core/error.hpp"
-#include "runtime/core/options.hpp"
+#include "core/error.hpp"
+#include "core/options.hpp"
 
 #include <gtest/gtest.h>
 

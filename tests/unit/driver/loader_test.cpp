@@ -1,5 +1,5 @@
-#include "runtime/core/error.hpp"
-#include "runtime/driver/loader.hpp"
+#include "core/error.hpp"
+#include "platform/driver/loader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,9 +2,9 @@
 // executable lays nodes out on lanes and replays them on the simulated device.
 #include "graph/executable.hpp"
 #include "graph/graph_ir.hpp"
-#include "runtime/core/error.hpp"
-#include "runtime/driver/loader.hpp"
-#include "runtime/sim/sim_driver.h"
+#include "core/error.hpp"
+#include "platform/driver/loader.hpp"
+#include "drivers/sim/sim_driver.h"
 #include "streams/stream.hpp"
 
 #include <gtest/gtest.h>

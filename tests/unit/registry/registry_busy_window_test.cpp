@@ -3,7 +3,7 @@
 // busy time.
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/busy_window.hpp"
+#include "platform/registry/busy_window.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // readers while a writer hammers its slot (case 9), the request word.
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/busy_window.hpp"
-#include "runtime/registry/requests.hpp"
+#include "platform/registry/busy_window.hpp"
+#include "platform/registry/requests.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,9 +8,9 @@
 // a request whose tool or owner was killed outlives the owner or a cleanup.
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/cleanup.hpp"
-#include "runtime/registry/requests.hpp"
-#include "runtime/registry/shared_object.hpp"
+#include "platform/registry/cleanup.hpp"
+#include "platform/registry/requests.hpp"
+#include "platform/registry/shared_object.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // 13 (stale registry after every process died).
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/shared_object.hpp"
+#include "platform/registry/shared_object.hpp"
 
 #include <gtest/gtest.h>
 

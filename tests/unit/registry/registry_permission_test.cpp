@@ -3,8 +3,8 @@
 // link; another user can neither read the registry nor see it listed.
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/test_hooks.hpp"
-#include "runtime/registry/user_directory.hpp"
+#include "platform/registry/test_hooks.hpp"
+#include "platform/registry/user_directory.hpp"
 
 #include <gtest/gtest.h>
 

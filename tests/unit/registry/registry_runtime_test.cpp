@@ -3,7 +3,7 @@
 // physical memory, allocated bytes and their peak from the caching allocator
 // (driver ABI 1.3 memReportAllocated), and mtiaMemGetInfo seeing the same.
 // Runs as test registry_runtime_figures (one 256 MiB device).
-#include "runtime/registry/registry.hpp"
+#include "platform/registry/registry.hpp"
 
 #include <mtia/mtia.h>
 

@@ -6,8 +6,8 @@
 // forked children), so nothing of the real users' registries is touched.
 #include "registry_test_util.hpp"
 
-#include "runtime/registry/cleanup.hpp"
-#include "runtime/registry/requests.hpp"
+#include "platform/registry/cleanup.hpp"
+#include "platform/registry/requests.hpp"
 
 #include <gtest/gtest.h>
 

@@ -93,7 +93,7 @@ void killChild(pid_t pid) {
 
 }  // namespace mtia::registry::test
 
-#include "runtime/registry/user_directory.hpp"
+#include "platform/registry/user_directory.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -3,8 +3,8 @@
 // and a pipe to tell a child when to go on.
 #pragma once
 
-#include "runtime/registry/registry.hpp"
-#include "runtime/registry/test_hooks.hpp"
+#include "platform/registry/registry.hpp"
+#include "platform/registry/test_hooks.hpp"
 
 #include <sys/types.h>
 #include <sys/wait.h>
