@@ -5,6 +5,8 @@
 #   2. CMake ASan+UBSan build in build-asan/ (ctest)
 #   3. CMake TSan build in build-tsan/ (RelWithDebInfo; ctest, last: the run
 #      ends with ctest's summary)
+# Between 1 and 2, tools/check_build_parity.py compares the configured CMake
+# and Meson builds (libraries, programs, their sources, test names).
 # A plain CMake build adds little to these (the TSan stage is CMake's optimised
 # configuration, the Meson stage the unsanitised one) and cost a quarter of
 # the run, so CI leaves it out.
@@ -52,6 +54,10 @@ else
   mtia_step "asan+ubsan: configure build-asan/"
   mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON -DMTIA_SANITIZE=address,undefined \
     -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
+  if [[ "${MTIA_SKIP_MESON:-0}" != 1 ]]; then
+    mtia_step "both builds define the same libraries, sources and tests"
+    python3 tools/check_build_parity.py build-asan build-meson
+  fi
   mtia_step "asan+ubsan: build"
   cmake --build build-asan -j "$MTIA_JOBS"
   mtia_step "asan+ubsan: ctest"
