@@ -9,6 +9,59 @@
 
 namespace mtia::allocator {
 
+// Note [giving memory back]
+// Segments go back to the device on mtiaEmptyCache, on the out-of-memory path,
+// through garbage collection, when a released private pool no longer needs
+// them, and, beyond PyTorch, when a stream with no unfinished work is about
+// to grow while at least as much of its memory sits cached in pieces too
+// small for the request (whole large segments, or chunks in the holes of
+// expandable segments): a buffer that grows in odd sizes then reuses what it
+// left behind instead of adding to it.
+//
+// Note [stream order]
+// A block freed on the stream it was allocated for is reused at once by later
+// allocations on that stream (their work runs after the work already queued).
+// A block that other streams used (recordStream) is cached again only once
+// those streams finished what they had queued at the free. Segments go back
+// to the device only after the device finished the work that may touch them.
+//
+// Note [capture and the allocator]
+// While a stream route exists (beginAllocateToPool with a stream filter, or
+// routeStreamToPool; capturing()), the allocator asks no stream anything
+// (lastSubmitted, completed, idle, query, wait, waitFor) and gives nothing back
+// to the device (unmap, memory release, address release, device synchronize),
+// whatever is called: a device call of that kind inside a capture would fail
+// it or wait on work that never comes (pytorch/pytorch#55860). Where the calls
+// are, and what they do instead while capturing:
+//   - allocate: processPending (queries, frees) and garbage collection are
+//     skipped; the out-of-memory ladder runs only the free-memory callbacks and
+//     the first device allocation: releaseOversize, waitForPendingUses,
+//     releaseCached and the idle-stream reclaims (reclaimWholeSegments,
+//     reclaimHoles) are skipped, and the request fails with MemoryAllocation
+//     and the usual report when nothing cached fits. What a failed device
+//     allocation got and could not use (a reservation, an expandable segment's
+//     chunks, the new segment itself) is kept, not given back: reservations in
+//     held_ until the capture ends, mapped chunks and segments as cached memory.
+//   - free: a private pool's segment reads its stream's lastSubmitted to know
+//     when the block's work is done; during a capture it is marked
+//     stampPending and read when the capture ends (a later, larger number:
+//     conservative). A block other streams used (recordStream) waits in
+//     deferredFrees_ instead of asking them how far they are. A released pool's
+//     segment that falls idle joins releasable_.
+//   - recordStream, find, stats, setConfig, setMemoryFraction,
+//     beginAllocateToPool, routeStreamToPool, poolInUse, poolOwns: never query
+//     or free.
+//   - releasePool: its idle segments join releasable_ (no waiting);
+//     endAllocateToPool: frees nothing while another stream route remains.
+//   - emptyCache: throws IllegalState before doing anything.
+// When the last stream route ends (endAllocateToPool), the put-off work runs:
+// stamps, deferred frees, held_ reservations, segments of released pools whose
+// work is done, expandable segments the capture reserved but never mapped. The
+// one exception: where the host itself runs out of memory (std::bad_alloc)
+// while device memory is to be kept or a new segment set up, that device
+// memory goes back at once.
+
+
 DeviceAllocator::DeviceAllocator(const driver::Driver& driver, int device, int32_t driverDevice, uint64_t totalMemory,
                                  uint64_t granularity, uint64_t addressSpace, AllocatorContext& context)
     : memory_(driver, device, driverDevice), context_(context), device_(device), totalMemory_(totalMemory),
@@ -141,8 +194,9 @@ Block* DeviceAllocator::allocateFresh(Lock& lock, BlockPool& pool, streams::Stre
   return newSegment(lock, pool, stream, rounded);
 }
 
-// PyTorch's ladder, plus a search of the cache after the pending frees completed (PyTorch issue
-// #189504: it retried only the device allocation and could fail while a fitting block sat free).
+// PyTorch's ladder (during a capture: Note [capture and the allocator]), plus a search of the cache
+// after the pending frees completed (PyTorch issue #189504: it retried only the device allocation and
+// could fail while a fitting block sat free).
 Block* DeviceAllocator::outOfMemoryLadder(Lock& lock, BlockPool& pool, streams::Stream& stream, size_t rounded) {
   const uint64_t sid = static_cast<uint64_t>(stream.id());
   if (!capturing() && releaseOversize(pool, sid, rounded))
@@ -288,6 +342,7 @@ void DeviceAllocator::countMapped(const Segment& seg, size_t bytes, size_t chunk
   }
 }
 
+// Stream-ordered (Note [stream order]); during a capture, see Note [capture and the allocator].
 void DeviceAllocator::free(void* ptr) {
   struct DrainAfterUnlock {  // framework ids whose last reference this free drops go back after the lock
     HistoryRecorder& history;

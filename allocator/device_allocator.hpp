@@ -1,61 +1,14 @@
 // The caching allocator of one device, in the class of PyTorch's CUDA
 // caching allocator: requests are rounded (size_policy.hpp) and served by
-// best fit from cached free blocks of the same stream, splitting large
-// blocks and merging freed neighbours; segments come from the driver only
-// when nothing cached fits, and go back on mtiaEmptyCache, on the
-// out-of-memory path, through garbage collection, when a released private
-// pool no longer needs them, and, beyond PyTorch, when a stream with no
-// unfinished work is about to grow while at least as much of its memory
-// sits cached in pieces too small for the request (whole large segments,
-// or chunks in the holes of expandable segments): a buffer that grows in
-// odd sizes then reuses what it left behind instead of adding to it.
+// best fit from cached free blocks of the same stream, splitting large blocks
+// and merging freed neighbours; segments come from the driver only when
+// nothing cached fits. One mutex per device guards everything here;
+// observers and free-memory callbacks run with it released.
 //
-// Stream order: a block freed on the stream it was allocated for is reused
-// at once by later allocations on that stream (their work runs after the
-// work already queued). A block that other streams used (recordStream) is
-// cached again only once those streams finished what they had queued at the
-// free. Segments go back to the device only after the device finished the
-// work that may touch them.
-//
-// One mutex per device guards everything here. Observers and free-memory
-// callbacks run with it released.
-//
-// Graph capture (a stream route exists: beginAllocateToPool with a stream
-// filter, or routeStreamToPool; capturing()): the allocator then asks no
-// stream anything (lastSubmitted, completed, idle, query, wait, waitFor) and
-// gives nothing back to the device (unmap, memory release, address
-// release, device synchronize), whatever is called: a device call of that
-// kind inside a capture would fail it or wait on work that never comes
-// (pytorch/pytorch#55860). Where the calls are, and what they do instead
-// while capturing:
-//   - allocate: processPending (queries, frees) and garbage collection are
-//     skipped; the out-of-memory ladder runs only the free-memory callbacks
-//     and the first device allocation: releaseOversize, waitForPendingUses,
-//     releaseCached and the idle-stream reclaims (reclaimWholeSegments,
-//     reclaimHoles) are skipped, and the request fails with
-//     MemoryAllocation and the usual report when nothing cached fits. What a
-//     failed device allocation got and could not use (a reservation, an
-//     expandable segment's chunks, the new segment itself) is kept, not
-//     given back: reservations in held_ until the capture ends, mapped
-//     chunks and segments as cached memory.
-//   - free: a private pool's segment reads its stream's lastSubmitted to
-//     know when the block's work is done; during a capture it is marked
-//     stampPending and read when the capture ends (a later, larger number:
-//     conservative). A block other streams used (recordStream) waits in
-//     deferredFrees_ instead of asking them how far they are. A released
-//     pool's segment that falls idle joins releasable_.
-//   - recordStream, find, stats, setConfig, setMemoryFraction,
-//     beginAllocateToPool, routeStreamToPool, poolInUse, poolOwns: never
-//     query or free.
-//   - releasePool: its idle segments join releasable_ (no waiting);
-//     endAllocateToPool: frees nothing while another stream route remains.
-//   - emptyCache: throws IllegalState before doing anything.
-// When the last stream route ends (endAllocateToPool), the put-off work runs:
-// stamps, deferred frees, held_ reservations, segments of released pools
-// whose work is done, expandable segments the capture reserved but never
-// mapped. The one exception: where the host itself runs out of memory
-// (std::bad_alloc) while device memory is to be kept or a new segment set
-// up, that device memory goes back at once.
+// The reasoning lives in named notes in device_allocator.cpp:
+//   Note [giving memory back]     when segments return to the device
+//   Note [stream order]           reuse on the freeing stream, cross-stream frees
+//   Note [capture and the allocator]  what changes while a graph capture routes here
 #pragma once
 
 #include "allocator/address_map.hpp"
@@ -209,6 +162,7 @@ class DeviceAllocator {
   void giveBack(Leftovers& left);
   // The last stream route ended: what the capture put off happens now.
   void captureEnded();
+  // Note [capture and the allocator] in device_allocator.cpp.
   bool capturing() const { return streamRoutes_ > 0; }
   // PyTorch's garbage collection runs only with a memory fraction and a threshold set.
   bool collectsGarbage() const { return fractionSet_ && config_.garbageCollectionThreshold > 0.0; }

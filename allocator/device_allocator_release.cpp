@@ -215,6 +215,7 @@ void DeviceAllocator::collectGarbage() {
   }
 }
 
+// One of the ways memory goes back: Note [giving memory back] in device_allocator.cpp.
 void DeviceAllocator::emptyCache() {
   Lock lock(mu_);
   if (capturing())
