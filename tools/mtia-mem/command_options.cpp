@@ -5,28 +5,17 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <fstream>
 #include <stdexcept>
 
 namespace mtia::mem {
 
-CLI::Validator wholeAtLeast(long long least, const std::string& what) {
-  return CLI::Validator(
-      [least, what](std::string& given) -> std::string {
-        long long value = 0;
-        const char* end = given.data() + given.size();
-        const auto [stop, ec] = std::from_chars(given.data(), end, value);
-        if (ec == std::errc() && stop == end && value >= least) return {};
-        return fmt::format("got {}; give a whole number of {}, {} or more", given, what, least);
-      },
-      fmt::format("INT>={}", least));
-}
-
-void addTopOption(CLI::App& cmd, size_t& top) {
-  cmd.add_option("--top", top, "how many allocation sites to list")
-      ->capture_default_str()
-      ->check(wholeAtLeast(1, "allocation sites"));
+OptionSpec topOption(size_t& top) {
+  return {.names = "--top",
+          .target = &top,
+          .help = "how many allocation sites to list",
+          .showDefault = true,
+          .atLeast = WholeAtLeast{1, "allocation sites"}};
 }
 
 std::optional<std::string> snapshotFormatOf(const std::string& path) {

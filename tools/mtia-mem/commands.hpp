@@ -1,6 +1,6 @@
-// The subcommands of mtia-mem. Each adds itself to the command line (its
-// options and what runs when it is chosen); main() only lists them, so a new
-// subcommand is one more file and one more line there.
+// The subcommands of mtia-mem. Each describes itself (its options and what
+// runs when it is chosen, command_spec.hpp); main() lists them and builds the
+// command line, so a new subcommand is one more file and one more line there.
 // A subcommand that fails throws: main() prints "mtia-mem: <what>" and exits 1
 // (a bad snapshot: "mtia-mem: <file>: <what is wrong>").
 // Every report goes to stdout, as text or, with --json, as one JSON document;
@@ -9,7 +9,7 @@
 
 #include "allocator/snapshot/model.hpp"
 
-#include <CLI/CLI.hpp>
+#include "command_spec.hpp"
 
 #include <cstddef>
 #include <optional>
@@ -17,20 +17,16 @@
 
 namespace mtia::mem {
 
-void addReplayCommand(CLI::App& app);
-void addGenerateCommand(CLI::App& app);
-void addSummaryCommand(CLI::App& app);
-void addDiffCommand(CLI::App& app);
-void addTraceCommand(CLI::App& app);
-void addPlotCommand(CLI::App& app);
-void addExportCommand(CLI::App& app);
+CommandSpec replayCommand();
+CommandSpec generateCommand();
+CommandSpec summaryCommand();
+CommandSpec diffCommand();
+CommandSpec traceCommand();
+CommandSpec plotCommand();
+CommandSpec exportCommand();
 
-// --top N: how many allocation sites a report lists (default 10).
-void addTopOption(CLI::App& cmd, size_t& top);
-// Accepts a whole number of at least least; the refusal names what was given and what is accepted
-// ("--top: got 0; give a whole number of allocation sites, 1 or more"). CLI11's own number checks
-// print their range as 0.000000 to 1.79e308. Thread-safe.
-CLI::Validator wholeAtLeast(long long least, const std::string& what);
+// --top N: how many allocation sites a report lists (default: what top holds, 10).
+OptionSpec topOption(size_t& top);
 // "pickle" for a name ending in .pickle or .pkl, "json" for .json, else nullopt.
 std::optional<std::string> snapshotFormatOf(const std::string& path);
 // Writes snap to path as format ("json" or "pickle"); throws naming the file when that fails.

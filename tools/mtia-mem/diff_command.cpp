@@ -77,17 +77,17 @@ void run(const DiffArgs& a) {
 
 }  // namespace
 
-void addDiffCommand(CLI::App& app) {
+CommandSpec diffCommand() {
   auto args = std::make_shared<DiffArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "diff",
-      "Blocks live in snapshot B but not in A (same device, address, size and stack are the same block), by "
-      "allocation site, largest first: what grew between two snapshots. Also the total freed since A");
-  cmd->add_option("A", args->before, "the earlier snapshot")->required();
-  cmd->add_option("B", args->after, "the later snapshot")->required();
-  addTopOption(*cmd, args->top);
-  cmd->add_flag("--json", args->json, "print one JSON object instead of text");
-  cmd->callback([args] { run(*args); });
+  return {.name = "diff",
+          .description =
+              "Blocks live in snapshot B but not in A (same device, address, size and stack are the same block), "
+              "by allocation site, largest first: what grew between two snapshots. Also the total freed since A",
+          .options = {{.names = "A", .target = &args->before, .help = "the earlier snapshot", .required = true},
+                      {.names = "B", .target = &args->after, .help = "the later snapshot", .required = true},
+                      topOption(args->top),
+                      {.names = "--json", .target = &args->json, .help = "print one JSON object instead of text"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -44,18 +44,24 @@ void run(const ExportArgs& a) {
 
 }  // namespace
 
-void addExportCommand(CLI::App& app) {
+CommandSpec exportCommand() {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "export",
-      "Convert a snapshot between JSON and pickle (the pickle PyTorch's memory viewer loads); a PyTorch 1.13 list "
-      "of segments comes out as the 2.x dict");
-  cmd->add_option("SNAP", args->path, "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)")->required();
-  cmd->add_option("-o,--output", args->output, "file to write")->required();
-  cmd->add_option("--format", args->format, "json or pickle (default: from the output's name)")
-      ->check(CLI::IsMember({"json", "pickle"}));
-  cmd->add_flag("--json", args->json, "print one JSON object (what was written) instead of text");
-  cmd->callback([args] { run(*args); });
+  return {.name = "export",
+          .description = "Convert a snapshot between JSON and pickle (the pickle PyTorch's memory viewer loads); a "
+                         "PyTorch 1.13 list of segments comes out as the 2.x dict",
+          .options = {{.names = "SNAP",
+                       .target = &args->path,
+                       .help = "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)",
+                       .required = true},
+                      {.names = "-o,--output", .target = &args->output, .help = "file to write", .required = true},
+                      {.names = "--format",
+                       .target = &args->format,
+                       .help = "json or pickle (default: from the output's name)",
+                       .oneOf = {"json", "pickle"}},
+                      {.names = "--json",
+                       .target = &args->json,
+                       .help = "print one JSON object (what was written) instead of text"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -38,25 +38,35 @@ void run(const GenerateArgs& a) {
 
 }  // namespace
 
-void addGenerateCommand(CLI::App& app) {
+CommandSpec generateCommand() {
   auto args = std::make_shared<GenerateArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "generate",
-      "Write a synthetic trace of a realistic workload as a PyTorch 2.x memory snapshot: transformer training "
-      "(train), the same with varying sequence lengths (train-varlen), inference with growing KV caches (kv-cache)");
-  cmd->add_option("--workload", args->workload, "train, train-varlen or kv-cache")->required();
-  cmd->add_option("--steps", args->steps, "training steps, or decode steps of kv-cache (default 6 and 400)")
-      ->check(wholeAtLeast(0, "steps"));
-  cmd->add_option("--seed", args->seed, "seed of the random choices (the same seed, the same trace)")
-      ->capture_default_str();
-  cmd->add_option("--device-memory-budget", args->budget,
-                  "device memory the workload is sized for: the largest model and batch whose peak stays within "
-                  "70% of it")
-      ->capture_default_str();
-  cmd->add_option("-o,--output", args->output, "file to write")->required();
-  cmd->add_option("--format", args->format, "json or pickle (default: pickle for a .pickle or .pkl file, else json)")
-      ->check(CLI::IsMember({"json", "pickle"}));
-  cmd->callback([args] { run(*args); });
+  return {.name = "generate",
+          .description = "Write a synthetic trace of a realistic workload as a PyTorch 2.x memory snapshot: "
+                         "transformer training (train), the same with varying sequence lengths (train-varlen), "
+                         "inference with growing KV caches (kv-cache)",
+          .options = {{.names = "--workload",
+                       .target = &args->workload,
+                       .help = "train, train-varlen or kv-cache",
+                       .required = true},
+                      {.names = "--steps",
+                       .target = &args->steps,
+                       .help = "training steps, or decode steps of kv-cache (default 6 and 400)",
+                       .atLeast = WholeAtLeast{0, "steps"}},
+                      {.names = "--seed",
+                       .target = &args->seed,
+                       .help = "seed of the random choices (the same seed, the same trace)",
+                       .showDefault = true},
+                      {.names = "--device-memory-budget",
+                       .target = &args->budget,
+                       .help = "device memory the workload is sized for: the largest model and batch whose peak "
+                               "stays within 70% of it",
+                       .showDefault = true},
+                      {.names = "-o,--output", .target = &args->output, .help = "file to write", .required = true},
+                      {.names = "--format",
+                       .target = &args->format,
+                       .help = "json or pickle (default: pickle for a .pickle or .pkl file, else json)",
+                       .oneOf = {"json", "pickle"}}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -39,17 +39,25 @@ void run(const PlotArgs& a) {
 
 }  // namespace
 
-void addPlotCommand(CLI::App& app) {
+CommandSpec plotCommand() {
   auto args = std::make_shared<PlotArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "plot",
-      "Write one self-contained HTML page (no network needed): active memory over time stacked by allocation "
-      "site, the segment map with blocks coloured by state, and the table of the top allocation sites, per device");
-  cmd->add_option("SNAP", args->path, "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)")->required();
-  cmd->add_option("-o,--output", args->output, "the HTML file to write")->required();
-  addTopOption(*cmd, args->top);
-  cmd->add_flag("--json", args->json, "print one JSON object (what was written) instead of text");
-  cmd->callback([args] { run(*args); });
+  return {.name = "plot",
+          .description = "Write one self-contained HTML page (no network needed): active memory over time stacked "
+                         "by allocation site, the segment map with blocks coloured by state, and the table of the "
+                         "top allocation sites, per device",
+          .options = {{.names = "SNAP",
+                       .target = &args->path,
+                       .help = "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)",
+                       .required = true},
+                      {.names = "-o,--output",
+                       .target = &args->output,
+                       .help = "the HTML file to write",
+                       .required = true},
+                      topOption(args->top),
+                      {.names = "--json",
+                       .target = &args->json,
+                       .help = "print one JSON object (what was written) instead of text"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -75,20 +75,24 @@ void run(const ReplayArgs& a) {
 
 }  // namespace
 
-void addReplayCommand(CLI::App& app) {
+CommandSpec replayCommand() {
   auto args = std::make_shared<ReplayArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "replay",
-      "Replay the allocations and frees of a PyTorch 2.x memory snapshot (torch.cuda.memory._dump_snapshot pickle, "
-      "or JSON) through our caching allocator on the simulated device, and report peak reserved and allocated "
-      "bytes, their ratio, device allocations and frees, retries, out-of-memory failures and ns per operation");
-  cmd->add_option("TRACE", args->trace, "snapshot file")->required();
-  cmd->add_option("--conf", args->conf, "allocator settings in MTIA_ALLOC_CONF syntax, e.g. expandable_segments:True");
-  cmd->add_flag("--json", args->json, "print one JSON object instead of text");
-  cmd->add_option("--device-memory", args->deviceMemory,
-                  "memory of each simulated device (sets MTIA_SIM_MEMORY), e.g. 80GiB for a trace recorded on an "
-                  "80 GB device; default: MTIA_SIM_MEMORY, else 16GiB");
-  cmd->callback([args] { run(*args); });
+  return {.name = "replay",
+          .description =
+              "Replay the allocations and frees of a PyTorch 2.x memory snapshot "
+              "(torch.cuda.memory._dump_snapshot pickle, or JSON) through our caching allocator on the simulated "
+              "device, and report peak reserved and allocated bytes, their ratio, device allocations and frees, "
+              "retries, out-of-memory failures and ns per operation",
+          .options = {{.names = "TRACE", .target = &args->trace, .help = "snapshot file", .required = true},
+                      {.names = "--conf",
+                       .target = &args->conf,
+                       .help = "allocator settings in MTIA_ALLOC_CONF syntax, e.g. expandable_segments:True"},
+                      {.names = "--json", .target = &args->json, .help = "print one JSON object instead of text"},
+                      {.names = "--device-memory",
+                       .target = &args->deviceMemory,
+                       .help = "memory of each simulated device (sets MTIA_SIM_MEMORY), e.g. 80GiB for a trace "
+                               "recorded on an 80 GB device; default: MTIA_SIM_MEMORY, else 16GiB"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

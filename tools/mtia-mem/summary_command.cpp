@@ -90,16 +90,18 @@ void run(const SummaryArgs& a) {
 
 }  // namespace
 
-void addSummaryCommand(CLI::App& app) {
+CommandSpec summaryCommand() {
   auto args = std::make_shared<SummaryArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "summary",
-      "Per device: segments, reserved, allocated, active and free cached bytes, fragmentation of the free bytes, "
-      "private pools, and the allocation sites holding the most live bytes");
-  cmd->add_option("SNAP", args->path, "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)")->required();
-  addTopOption(*cmd, args->top);
-  cmd->add_flag("--json", args->json, "print one JSON object instead of text");
-  cmd->callback([args] { run(*args); });
+  return {.name = "summary",
+          .description = "Per device: segments, reserved, allocated, active and free cached bytes, fragmentation "
+                         "of the free bytes, private pools, and the allocation sites holding the most live bytes",
+          .options = {{.names = "SNAP",
+                       .target = &args->path,
+                       .help = "snapshot file (pickle or JSON; PyTorch 2.x or 1.13)",
+                       .required = true},
+                      topOption(args->top),
+                      {.names = "--json", .target = &args->json, .help = "print one JSON object instead of text"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -130,16 +130,19 @@ void run(const TraceArgs& a) {
 
 }  // namespace
 
-void addTraceCommand(CLI::App& app) {
+CommandSpec traceCommand() {
   auto args = std::make_shared<TraceArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "trace",
-      "From the recorded history (device_traces), per device: the peak of live bytes, when it was and what was "
-      "live then by allocation site, allocation and free counts and rates, out-of-memory events");
-  cmd->add_option("SNAP", args->path, "snapshot file (pickle or JSON)")->required();
-  addTopOption(*cmd, args->top);
-  cmd->add_flag("--json", args->json, "print one JSON object instead of text");
-  cmd->callback([args] { run(*args); });
+  return {.name = "trace",
+          .description = "From the recorded history (device_traces), per device: the peak of live bytes, when it "
+                         "was and what was live then by allocation site, allocation and free counts and rates, "
+                         "out-of-memory events",
+          .options = {{.names = "SNAP",
+                       .target = &args->path,
+                       .help = "snapshot file (pickle or JSON)",
+                       .required = true},
+                      topOption(args->top),
+                      {.names = "--json", .target = &args->json, .help = "print one JSON object instead of text"}},
+          .run = [args] { run(*args); }};
 }
 
 }  // namespace mtia::mem

@@ -4,6 +4,7 @@
 // python_module.cpp. Not part of torch_mtia's public API (names start with an underscore).
 #include "python_guard_probe.h"
 
+#include "stream_ref.h"
 #include "streams.h"
 
 #include <c10/core/Event.h>
@@ -16,14 +17,6 @@ namespace py = pybind11;
 
 namespace torch_mtia {
 namespace {
-
-using StreamRef = std::pair<int64_t, int>;
-
-StreamRef ref(const c10::Stream& s) { return {s.id(), s.device_index()}; }
-
-c10::Stream stream(const StreamRef& r) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(r.second)), r.first);
-}
 
 const c10::impl::DeviceGuardImplInterface* guard() { return c10::impl::getDeviceGuardImpl(kDeviceType); }
 

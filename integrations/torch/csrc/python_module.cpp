@@ -7,6 +7,7 @@
 #include "mtia_check.h"
 #include "python_guard_probe.h"
 #include "python_stacks.h"
+#include "stream_ref.h"
 #include "streams.h"
 
 #include <torch/extension.h>
@@ -17,14 +18,6 @@ namespace py = pybind11;
 
 namespace torch_mtia {
 namespace {
-
-using StreamRef = std::pair<int64_t, int>;  // (runtime stream id, device index)
-
-StreamRef ref(const c10::Stream& s) { return {s.id(), s.device_index()}; }
-
-c10::Stream stream(const StreamRef& r) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(r.second)), r.first);
-}
 
 // An event: created on the recording stream's device at its first record (PyTorch's lazy events).
 class Event {
