@@ -13,7 +13,7 @@
 # machine, one after the other:
 #   scripts/compile_times.sh 1b2775e; scripts/compile_times.sh HEAD
 # Each full run compiles everything three times (about 40 minutes on 2 cores).
-# The stage options below follow scripts/test.sh; change both together.
+# A commit's stage options come from its scripts/stages.sh (older commits: repeated below).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -35,21 +35,39 @@ export CCACHE_DISABLE=1
 unset CC CXX CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER
 no_launcher=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
 
-configure() {
-  case "$1" in
-    meson) meson setup build-meson -Dtorch=enabled >"$work/configure-$1.log" ;;
-    asan)
-      cmake -S . -B build-asan -G Ninja "${no_launcher[@]}" -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON \
-        -DMTIA_SANITIZE=address,undefined -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 >"$work/configure-$1.log"
-      ;;
-    tsan)
-      cmake -S . -B build-tsan -G Ninja "${no_launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON \
-        -DMTIA_SANITIZE=thread >"$work/configure-$1.log"
-      ;;
-    *) echo "compile_times.sh: unknown stage '$1' (meson, asan or tsan)" >&2; exit 2 ;;
-  esac
-}
-
+# The commit's own stage definitions (scripts/stages.sh) when it has them; older commits configured
+# their stages inside scripts/test.sh, with the options repeated here.
+if [[ -f scripts/stages.sh ]]; then
+  # shellcheck disable=SC1091
+  source scripts/lib.sh
+  trap 'rm -rf "$work"' EXIT  # lib.sh sets an EXIT trap of its own
+  # shellcheck disable=SC1091
+  source scripts/stages.sh
+  MTIA_JOBS=$jobs
+  configure() {
+    if [[ $1 == meson ]]; then  # meson setup takes no CMake arguments; CC and CXX are unset above
+      mtia_stage_configure meson >"$work/configure-$1.log"
+    else
+      mtia_stage_configure "$1" "${no_launcher[@]}" >"$work/configure-$1.log"
+    fi
+  }
+else
+  configure() {
+    case "$1" in
+      meson) meson setup build-meson -Dtorch=enabled >"$work/configure-$1.log" ;;
+      asan)
+        cmake -S . -B build-asan -G Ninja "${no_launcher[@]}" -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON \
+          -DMTIA_SANITIZE=address,undefined -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1 >"$work/configure-$1.log"
+        ;;
+      tsan)
+        cmake -S . -B build-tsan -G Ninja "${no_launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON \
+          -DMTIA_SANITIZE=thread >"$work/configure-$1.log"
+        ;;
+      *) echo "compile_times.sh: unknown stage '$1' (meson, asan or tsan)" >&2; exit 2 ;;
+    esac
+  }
+fi
+# The build itself is the same command in every version (what stages.sh's mtia_stage_build runs).
 build_command() {
   case "$1" in
     meson) echo "meson compile -C build-meson -j $jobs" ;;

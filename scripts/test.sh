@@ -13,12 +13,14 @@
 # Environment: MTIA_SKIP_SANITIZERS=1 replaces stages 2 and 3 by a plain CMake
 # build in build/, MTIA_SKIP_MESON=1 skips stage 1 (quick local runs);
 # MTIA_JOBS (default 2) sets the parallelism.
-# Every stage builds the PyTorch integration (MTIA_TORCH=ON, torch=enabled):
+# The stages' build options are in scripts/stages.sh (compile_times.sh measures
+# them). Every stage builds the PyTorch integration (MTIA_TORCH=ON, torch=enabled):
 # install-deps.sh installs it, so a configuration that cannot build it fails
 # the run instead of dropping the torch_* tests.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
+source scripts/stages.sh
 
 # The fuzzers (tests/fuzz) are built with clang, whatever the stage: once, shared by the stages.
 export MTIA_FUZZ_BUILD_DIR="${MTIA_FUZZ_BUILD_DIR:-$PWD/build-fuzz}"
@@ -31,14 +33,9 @@ if [[ "${MTIA_SKIP_MESON:-0}" == 1 ]]; then
   echo "MTIA_SKIP_MESON=1: Meson stage skipped"
 else
   mtia_step "meson: configure build-meson/"
-  if [[ -f build-meson/meson-private/coredata.dat ]]; then
-    meson setup --wipe build-meson -Dtorch=enabled
-  else
-    rm -rf build-meson
-    meson setup build-meson -Dtorch=enabled
-  fi
+  mtia_stage_configure meson
   mtia_step "meson: compile"
-  meson compile -C build-meson -j "$MTIA_JOBS"
+  mtia_stage_build meson
   mtia_step "meson: test"
   meson test -C build-meson --print-errorlogs --num-processes "$MTIA_JOBS"
 fi
@@ -52,14 +49,13 @@ if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON
 else
   mtia_step "asan+ubsan: configure build-asan/"
-  mtia_cmake_configure build-asan -DCMAKE_BUILD_TYPE=Debug -DMTIA_TORCH=ON -DMTIA_SANITIZE=address,undefined \
-    -DCMAKE_C_FLAGS=-O1 -DCMAKE_CXX_FLAGS=-O1
+  mtia_stage_configure asan
   if [[ "${MTIA_SKIP_MESON:-0}" != 1 ]]; then
     mtia_step "both builds define the same libraries, sources and tests"
     python3 tools/check_build_parity.py build-asan build-meson
   fi
   mtia_step "asan+ubsan: build"
-  cmake --build build-asan -j "$MTIA_JOBS"
+  mtia_stage_build asan
   mtia_step "asan+ubsan: ctest"
   # A caller's own settings come last and win.
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
@@ -69,7 +65,7 @@ else
   mtia_step_end
   last=build-tsan
   mtia_step "tsan: configure build-tsan/"
-  mtia_cmake_configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON -DMTIA_SANITIZE=thread
+  mtia_stage_configure tsan
 fi
 mtia_step "cmake: build $last/"
 cmake --build "$last" -j "$MTIA_JOBS"
