@@ -27,9 +27,11 @@ path prefix such as "streams/" or "mtia/", then checked against the rules:
   sim-plugin      drivers/sim includes only itself, include/mtia,
                   platform/registry and, of platform/topology, the bounded
                   hwloc load (platform/topology/bounded_hwloc.hpp)
-  sim-internal    only drivers/sim, the runtime level (through the sim's entry
-                  header, to link it as the built-in driver), tests and bench
-                  include drivers/sim
+  sim-internal    only drivers/sim, tests and bench include drivers/sim; the
+                  runtime reaches the sim through the driver ABI alone
+                  (platform/driver/builtin_drivers.hpp declares the built-in
+                  driver's entry point, runtime/ml asks the driver's 1.6
+                  entries)
   public-api-only tools/ and integrations/ include only include/mtia and
                   their own files; tests/capi only include/mtia and tests/
   snapshot-format allocator/snapshot (the snapshot model and writers) includes
@@ -84,8 +86,6 @@ LAYER = {
     "runtime": 6,
 }
 PUBLIC_SYSTEM_HEADERS = {"stddef.h", "stdint.h"}
-# What the runtime level may include of drivers/sim: the built-in driver's entry point.
-SIM_ENTRY_HEADERS = {"drivers/sim/sim_driver.h"}
 # What the sim may use of platform/topology: the one hwloc load that refuses hostile HWLOC_* input.
 SIM_TOPOLOGY_HEADERS = {"platform/topology/bounded_hwloc.hpp"}
 THIRD_PARTY = re.compile(
@@ -197,8 +197,6 @@ def check_include(src_rel, src, delim, name, dst_rel):
             return None
         return ("sim-plugin", f"drivers/sim includes only include/mtia, platform/registry and platform/topology/bounded_hwloc.hpp: {shown} is {dst}")
     if dst == "sim":
-        if src == "runtime" and dst_rel in SIM_ENTRY_HEADERS:
-            return None
         return ("sim-internal", f"{src} includes {dst_rel}: the sim driver is a plug-in behind include/mtia/mtia_driver.h")
     if src in LAYER and dst in LAYER:
         if LAYER[dst] > LAYER[src]:

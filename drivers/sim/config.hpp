@@ -31,7 +31,7 @@ inline constexpr uint64_t kMinMemory = kMiB;
 // Each device reserves four times its memory as address space; 4 TiB keeps a full machine of
 // devices inside the 128 TiB a process can address.
 inline constexpr uint64_t kMaxMemory = 4 * kTiB;
-// The longest MTIA_SIM_MACHINE, in bytes: what mtiaSimMachineSpec::machine holds (sim_driver.h) less its
+// The longest MTIA_SIM_MACHINE, in bytes: what mtiaDrvMachineSpec::machine holds (mtia_driver.h) less its
 // terminating NUL. The runtime and mtia-smi both check it here, so they accept the same names.
 inline constexpr size_t kMaxMachineNameBytes = 255;
 // Commands a queue holds before a host thread's submit blocks (MTIA_SIM_QUEUE_DEPTH): CUDA's launch

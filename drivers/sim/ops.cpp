@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
+
+// platform/driver/builtin_drivers.hpp declares this entry with the ABI's getter type, for the runtime,
+// without including this driver's headers: the two declarations must not drift apart.
+static_assert(std::is_same_v<decltype(&mtiaSimDriverGetOps), mtiaDriverGetOpsFn>);
 
 namespace mtia::sim {
 namespace {
@@ -55,6 +60,8 @@ constexpr mtiaDriverOps kOps = {
     .ipcEventLatest = ops::ipcEventLatest,
     .ipcEventWait = ops::ipcEventWait,
     .ipcMemSize = ops::ipcMemSize,
+    .machineGetSpec = ops::machineGetSpec,
+    .machineDescribeDevice = ops::machineDescribeDevice,
 };
 
 }  // namespace

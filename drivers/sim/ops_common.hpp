@@ -109,4 +109,8 @@ mtiaError_t kernelGetInfo(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* arg
 mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t count, mtiaDrvCommandList* list);
 mtiaError_t commandListDestroy(mtiaDrvCommandList list);
 
+// Driver ABI 1.6 (ops_machine.cpp): these two work before init and without it.
+mtiaError_t machineGetSpec(mtiaDrvMachineSpec* spec);
+mtiaError_t machineDescribeDevice(const mtiaDrvMachineSpec* spec, int32_t dev, mtiaDrvDeviceInfo* info);
+
 }  // namespace mtia::sim::ops

@@ -7,9 +7,17 @@
  * structSize it set. The driver refuses another major version
  * (mtiaErrorNotSupported), writes at most ops->structSize bytes, sets
  * ops->version to the version it implements and ops->structSize to the bytes
- * it filled. The runtime validates the mandatory entries and fills missing
- * optional ones (and entries past an older driver's table) with functions
- * that return mtiaErrorNotSupported.
+ * it filled. The runtime refuses a table without every mandatory entry.
+ *
+ * Optional entries come in blocks, one per "optional" heading below (each
+ * entry of 1.0 is a block of its own). One rule for every block: it is present
+ * when the driver's minor version is at least the block's, the table it filled
+ * reaches the block's end, and every entry of the block is set; a block with
+ * some entries set and others NULL is refused when the driver is loaded (the
+ * message names the first missing entry); anything past the filled table or in
+ * a block newer than the driver's version is ignored. The runtime stands in
+ * for absent 1.0 entries (mtiaErrorNotSupported, "" from lastErrorMessage, 0
+ * from isDriverThread) and does without later blocks.
  *
  * Every entry returns mtiaSuccess or an mtiaError_t; on failure
  * lastErrorMessage() (optional) returns a thread-local description.
@@ -26,7 +34,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 5u
+#define MTIA_DRIVER_API_VERSION_MINOR 6u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -121,6 +129,19 @@ typedef struct mtiaDrvCommand {
     } list;
   } u;
 } mtiaDrvCommand;
+
+/* Since 1.6: a machine as its configuration describes it (machineGetSpec), before any device starts.
+ * Two processes with equal specs use the same machine, which is what the cross-process registry of
+ * monitoring tools (mtia_ml.h) is named after. */
+typedef struct mtiaDrvMachineSpec {
+  uint32_t structSize;  /* set by the caller; the driver writes at most this many bytes */
+  int32_t devices;      /* devices of the machine */
+  int32_t engines;      /* compute engines of each device */
+  uint32_t reserved0;
+  uint64_t memoryBytes; /* memory of each device */
+  char machine[256];    /* the machine's name, NUL-terminated; "" for the default one (the simulator:
+                           MTIA_SIM_MACHINE) */
+} mtiaDrvMachineSpec;
 
 /* queueWait flags */
 #define MTIA_DRV_WAIT_SPIN 0u  /* poll, then yield, then sleep */
@@ -274,6 +295,23 @@ typedef struct mtiaDriverOps {
   /* The bytes mapped at va, an open import (what the exporter exported), so that the runtime can check a
    * handle's range against them. Never blocks. Errors: mtiaErrorInvalidValue (va is not an open import). */
   mtiaError_t (*ipcMemSize)(void* va, uint64_t* size);
+
+  /* ---- optional, since 1.6 (both or neither): the machine described without starting it ---- */
+  /* What the management library (mtia_ml.h) reads instead of initialising the driver. Both entries
+   * may be called before init, without it, and concurrently with it or with each other; they start no
+   * device, reserve no memory, create no thread and never block on another process. */
+  /* The machine this process's configuration (its environment) describes, read anew on every call.
+   * Writes at most spec->structSize bytes and sets structSize to the bytes written.
+   * Errors: mtiaErrorInvalidValue (spec NULL, structSize short of the 1.6 struct, or a bad
+   * configuration: the message names the setting and the value). */
+  mtiaError_t (*machineGetSpec)(mtiaDrvMachineSpec* spec);
+  /* Describes device dev of machine spec (from machineGetSpec, or a spec another process recorded) as
+   * deviceGetInfo would describe it once that machine is initialised: identity (name, uuid, pciBusId,
+   * the PCI numbers), totalMemory, engines, version, numaNode and launch limits; vaBase and vaSize stay
+   * 0. Writes at most info->structSize bytes and sets structSize to the bytes written. May read the host
+   * topology on its first call (milliseconds). Errors: mtiaErrorInvalidValue (spec or info NULL, a spec
+   * the driver cannot have described), mtiaErrorInvalidDevice (dev outside 0..spec->devices-1). */
+  mtiaError_t (*machineDescribeDevice)(const mtiaDrvMachineSpec* spec, int32_t dev, mtiaDrvDeviceInfo* info);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

@@ -1,10 +1,15 @@
 /* MTIA management library: what monitoring tools (mtia-smi) read, like NVML.
  *
- * It reads the cross-process device registry of the simulated machine that
- * the caller's MTIA_SIM_* environment configures, and the host topology
- * (hwloc; HWLOC_XMLFILE applies). It never starts devices or the runtime:
- * no address space is reserved, no engine thread runs, no process slot is
- * taken, and the registry is only ever opened read-only, so a monitor does not
+ * It reads the cross-process device registry of the machine that the
+ * caller's environment configures (MTIA_DRIVER and the driver's settings,
+ * MTIA_SIM_* for the simulated device), and the host topology (hwloc;
+ * HWLOC_XMLFILE applies). The machine and its devices come from the driver,
+ * opened but never initialised, through its driver ABI 1.6 entries
+ * (mtia_driver.h); with an older driver every function about the machine's
+ * devices returns mtiaErrorNotSupported naming the entry it lacks, while
+ * mtiamlInit and the machine list still work. It never starts devices or the
+ * runtime: no address space is reserved, no engine thread runs, no process
+ * slot is taken, and the registry is only ever opened read-only, so a monitor does not
  * show up in its own process list. Device indices are the machine's own,
  * MTIA_VISIBLE_DEVICES does not apply.
  *
@@ -96,7 +101,7 @@ typedef struct mtiamlTopology {
 /* Reads the environment's machine configuration and opens its registry, if there is one, read-only.
  * Reference counted. Does not block on other processes. Errors: mtiaErrorInvalidValue (a bad MTIA_SIM_*
  * variable; the message names it), mtiaErrorNotPermitted, mtiaErrorInitializationError (the registry
- * exists but is not valid). */
+ * exists but is not valid, or MTIA_DRIVER names no driver that can be loaded). */
 MTIA_API mtiaError_t mtiamlInit(void);
 /* Drops one reference; the last one closes the registry. Never blocks. Errors:
  * mtiaErrorInitializationError (not initialised). */

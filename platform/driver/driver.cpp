@@ -83,4 +83,27 @@ uint64_t Driver::now() const {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+void Driver::lacks(const char* entry, const char* what) const {
+  fail(mtiaErrorNotSupported,
+       "{}: driver '{}' ({}) cannot describe its machine without starting it: it lacks '{}' (an optional entry "
+       "of driver ABI 1.6)",
+       what, name_, source_, entry);
+}
+
+mtiaDrvMachineSpec Driver::machineSpec() const {
+  if (ops_.machineGetSpec == nullptr) lacks("machineGetSpec", "reading the machine's configuration");
+  mtiaDrvMachineSpec spec{};
+  spec.structSize = sizeof(spec);
+  check(ops_.machineGetSpec(&spec), "reading the machine's configuration");
+  return spec;
+}
+
+mtiaDrvDeviceInfo Driver::describeDevice(const mtiaDrvMachineSpec& spec, int32_t dev) const {
+  if (ops_.machineDescribeDevice == nullptr) lacks("machineDescribeDevice", "describing a device");
+  mtiaDrvDeviceInfo info{};
+  info.structSize = sizeof(info);
+  check(ops_.machineDescribeDevice(&spec, dev, &info), "describing a device");
+  return info;
+}
+
 }  // namespace mtia::driver

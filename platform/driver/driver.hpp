@@ -28,6 +28,9 @@ class Driver {
   // Whether the driver shares memory and events between processes (driver ABI 1.4: the ipc* entries
   // are set; the loader makes sure it is all or none).
   bool supportsIpc() const noexcept { return ops_.ipcMemExport != nullptr; }
+  // Whether the driver describes its machine without being initialised (driver ABI 1.6:
+  // machineGetSpec and machineDescribeDevice are set), as the management library needs.
+  bool describesMachines() const noexcept { return ops_.machineGetSpec != nullptr; }
 
   // Throws Error(status, "<what>: <driver message>") unless status is success.
   // Codes the ABI does not know become mtiaErrorDriver with the native code.
@@ -45,10 +48,18 @@ class Driver {
   mtiaError_t deviceStatus(int32_t dev, std::string* message) const;
   uint64_t now() const;
 
+  // The driver ABI 1.6 entries; both work before init. Without them: Error(NotSupported) naming the
+  // missing entry and the driver. Otherwise as check(): InvalidValue for a bad configuration (the
+  // driver's message names it), InvalidDevice.
+  mtiaDrvMachineSpec machineSpec() const;
+  mtiaDrvDeviceInfo describeDevice(const mtiaDrvMachineSpec& spec, int32_t dev) const;
+
  private:
   mtiaDriverOps ops_;
   std::string source_;
   const char* name_;
+
+  [[noreturn]] void lacks(const char* entry, const char* what) const;
 };
 
 }  // namespace mtia::driver

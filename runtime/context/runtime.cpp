@@ -3,12 +3,11 @@
 #include "core/api_guard.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "platform/driver/builtin_drivers.hpp"
 #include "platform/driver/loader.hpp"
 #include "runtime/context/memory_snapshot.hpp"
 #include "runtime/context/remote_snapshot.hpp"
-#include "drivers/sim/sim_driver.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -43,15 +42,6 @@ void onForkChild() noexcept {
               "this process is a fork of one that had initialised the runtime; a forked child cannot use its parent's "
               "devices (initialise the runtime only after fork, or start the child with exec or "
               "multiprocessing's 'spawn' method)");
-}
-
-// The folder of libmtia.so, where installed drivers live under mtia/.
-std::string libraryDir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&libraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
-  std::string path = info.dli_fname;
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string{} : path.substr(0, slash);
 }
 
 }  // namespace
@@ -98,8 +88,8 @@ Runtime::Runtime() {
   setLogLevel(options_.logLevel);
   allocContext_ = std::make_unique<allocator::AllocatorContext>(readAllocatorSettings());
   hostAllocator_ = std::make_unique<allocator::HostAllocator>(allocContext_->config());
-  static constexpr driver::BuiltinDriver kBuiltins[] = {{"sim", mtiaSimDriverGetOps}};
-  driver_ = driver::loadDriver(options_.driver, kBuiltins, libraryDir());
+  // Installed drivers live under mtia/ next to libmtia.so.
+  driver_ = driver::loadDriver(options_.driver, driver::kBuiltinDrivers, driver::thisLibraryDir());
   const int32_t driverCount = driver_->deviceCount();
   std::vector<int> ordinals;
   if (options_.visibleDevices) {

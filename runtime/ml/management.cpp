@@ -1,6 +1,9 @@
 #include "management.hpp"
 
+#include "core/env.hpp"
 #include "core/error.hpp"
+#include "platform/driver/builtin_drivers.hpp"
+#include "platform/driver/loader.hpp"
 #include "platform/registry/busy_window.hpp"
 #include "platform/registry/cleanup.hpp"
 #include "platform/registry/requests.hpp"
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -59,27 +63,37 @@ void Management::shutdown() {
 }
 
 void Management::load() {
-  char error[512] = {};
-  if (mtiaError_t err = mtiaSimMachineFromEnvironment(&spec_, error, sizeof error); err != mtiaSuccess)
-    fail(err, "{}", error);
+  // The runtime's choice of driver (MTIA_DRIVER), opened without init: the driver starts nothing.
+  driver_ = driver::openDriver(processEnv()("MTIA_DRIVER").value_or(""), driver::kBuiltinDrivers,
+                               driver::thisLibraryDir());
+  // Without the 1.6 entries the machine stays unknown: the machine list and cleanup by index still work.
+  if (!driver_->describesMachines()) return;
+  spec_ = driver_->machineSpec();
   registry::MachineSpec machine;
-  machine.name = spec_.machine;
+  machine.name.assign(spec_.machine, strnlen(spec_.machine, sizeof spec_.machine));
   machine.devices = static_cast<uint32_t>(spec_.devices);
   machine.memoryBytes = spec_.memoryBytes;
   machine.engines = static_cast<uint32_t>(spec_.engines);
   objectName_ = machine.objectName(getuid());
-  describeDevices();
+  devices_ = describe(spec_);
+  described_ = true;
   registry();  // a registry we may not read is an error now, not at the first query
 }
 
-void Management::describeDevices() {
-  devices_.clear();
-  for (int32_t dev = 0; dev < spec_.devices; ++dev) {
-    mtiaDrvDeviceInfo info{};
-    if (mtiaError_t err = mtiaSimDescribeDevice(&spec_, dev, &info); err != mtiaSuccess)
-      fail(err, "cannot describe simulated device {}", dev);
-    devices_.push_back(info);
-  }
+std::vector<mtiaDrvDeviceInfo> Management::describe(const mtiaDrvMachineSpec& spec) const {
+  std::vector<mtiaDrvDeviceInfo> devices;
+  if (!driver_->describesMachines()) driver_->describeDevice(spec, 0);  // NotSupported, naming the entry
+  for (int32_t dev = 0; dev < spec.devices; ++dev) devices.push_back(driver_->describeDevice(spec, dev));
+  return devices;
+}
+
+void Management::requireMachine() const {
+  if (!described_) driver_->machineSpec();  // throws NotSupported naming the entry the driver lacks
+}
+
+int32_t Management::deviceCount() const {
+  requireMachine();
+  return static_cast<int32_t>(devices_.size());
 }
 
 uint32_t Management::refreshMachines() {
@@ -102,7 +116,8 @@ std::string Management::machineDescription(uint32_t index) {
 void Management::selectMachine(uint32_t index) {
   const std::string description = machineDescription(index);
   // MachineSpec::description(): "devices=N memory=BYTES engines=N machine=NAME" (NAME may hold spaces).
-  mtiaSimMachineSpec spec{};
+  mtiaDrvMachineSpec spec{};
+  spec.structSize = sizeof(spec);
   unsigned devices = 0, engines = 0;
   unsigned long long memory = 0;
   int consumed = 0;
@@ -117,13 +132,23 @@ void Management::selectMachine(uint32_t index) {
   std::unique_ptr<registry::Registry> reg;
   const registry::Status status = registry::Registry::openReadOnly(machines_[index], reg);
   if (!status) failRegistry(status);
+  std::vector<mtiaDrvDeviceInfo> described;
+  try {
+    described = describe(spec);
+  } catch (const Error& e) {
+    if (e.code() != mtiaErrorInvalidValue) throw;
+    fail(mtiaErrorInitializationError, "registry {} records a machine the driver cannot describe: {}", machines_[index],
+         e.what());
+  }
   spec_ = spec;
   objectName_ = machines_[index];
   registry_ = std::move(reg);
-  describeDevices();
+  devices_ = std::move(described);
+  described_ = true;
 }
 
 const mtiaDrvDeviceInfo& Management::device(int32_t dev) const {
+  requireMachine();
   if (dev < 0 || dev >= deviceCount())
     fail(mtiaErrorInvalidDevice, "device {} does not exist: the machine has {} device(s)", dev, deviceCount());
   return devices_[static_cast<size_t>(dev)];
@@ -131,6 +156,7 @@ const mtiaDrvDeviceInfo& Management::device(int32_t dev) const {
 
 registry::Registry* Management::registry() {
   if (registry_) return registry_.get();
+  if (objectName_.empty()) return nullptr;  // the driver cannot name its machine
   const registry::Status status = registry::Registry::openReadOnly(objectName_, registry_);
   if (status.code == registry::Code::NotFound) return nullptr;
   if (!status) failRegistry(status);
@@ -186,6 +212,7 @@ Management::Utilization Management::utilization(int32_t dev) {
 Management::CleanupResult Management::cleanup(uint32_t index) {
   CleanupResult out;
   if (index == UINT32_MAX) {
+    requireMachine();
     out.objectName = objectName_;
   } else {
     if (index >= machines_.size())
@@ -210,7 +237,8 @@ void Management::requestSnapshot(uint32_t localPid, bool json, uint32_t timeoutM
                                  const std::function<void(const std::string&)>& take) {
   if (localPid == 0) fail(mtiaErrorInvalidValue, "pid 0 is no process");
   // The machine read now first, then every other machine of this user.
-  std::vector<std::string> names{objectName_};
+  std::vector<std::string> names;
+  if (!objectName_.empty()) names.push_back(objectName_);
   for (const std::string& name : registry::listMachines(getuid()))
     if (name != objectName_) names.push_back(name);
   std::unique_ptr<registry::Registry> target;

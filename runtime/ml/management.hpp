@@ -1,15 +1,19 @@
 // The state behind <mtia/mtia_ml.h>: the machine the environment configures,
-// its devices' identity (from the sim driver's own description, so it equals
-// what mtiaGetDeviceProperties reports), a read-only view of its registry and
-// the host topology. Nothing here starts a device or the runtime.
+// its devices' identity, a read-only view of its registry and the host
+// topology. Machine and devices come from the driver MTIA_DRIVER names,
+// through its driver ABI 1.6 entries (machineGetSpec, machineDescribeDevice:
+// they equal what mtiaGetDeviceProperties reports) on a driver that is opened
+// but never initialised, so nothing here starts a device or the runtime. A
+// driver without them still lets mtiamlInit and the machine list work; every
+// call about the machine's devices is NotSupported naming the missing entry.
 //
 // Thread safety: Management::with() serialises every call on one mutex;
 // readers of the registry take no cross-process lock. Blocking: never waits
 // for another process.
 #pragma once
 
+#include "platform/driver/driver.hpp"
 #include "platform/registry/registry.hpp"
-#include "drivers/sim/sim_driver.h"
 #include "platform/topology/host_topology.hpp"
 
 #include <mtia/mtia_ml.h>
@@ -24,7 +28,8 @@ namespace mtia::ml {
 
 class Management {
  public:
-  // Errors (thrown as mtia::Error): InvalidValue (bad MTIA_SIM_*), NotPermitted, InitializationError.
+  // Errors (thrown as mtia::Error): InvalidValue (a bad configuration of the driver's), NotPermitted,
+  // InitializationError (also: MTIA_DRIVER names no loadable driver).
   static void init();
   static void shutdown();
   // Runs fn(Management&) under the lock; InitializationError when not initialised.
@@ -34,7 +39,8 @@ class Management {
     return fn(require());
   }
 
-  int32_t deviceCount() const { return static_cast<int32_t>(devices_.size()); }
+  // Every call about the machine's devices: NotSupported when the driver cannot describe its machine.
+  int32_t deviceCount() const;
   // InvalidDevice unless 0 <= dev < deviceCount().
   const mtiaDrvDeviceInfo& device(int32_t dev) const;
   // The machine's registry, opened read-only on first need; nullptr while no process has created it.
@@ -87,9 +93,14 @@ class Management {
   static std::mutex& mutex();
   static Management& require();
   void load();
-  void describeDevices();
+  // Every device of spec, as the driver describes it. NotSupported without the 1.6 entries.
+  std::vector<mtiaDrvDeviceInfo> describe(const mtiaDrvMachineSpec& spec) const;
+  // NotSupported (naming the driver's missing entry) unless the machine was described.
+  void requireMachine() const;
 
-  mtiaSimMachineSpec spec_{};
+  std::unique_ptr<driver::Driver> driver_;  // opened, never initialised
+  bool described_ = false;                  // spec_ and devices_ are the driver's
+  mtiaDrvMachineSpec spec_{};
   std::string objectName_;
   std::vector<mtiaDrvDeviceInfo> devices_;
   std::unique_ptr<registry::Registry> registry_;

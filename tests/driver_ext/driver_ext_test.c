@@ -1,6 +1,8 @@
 /* The runtime driven through an out-of-tree driver loaded by path
- * (MTIA_DRIVER). Modes: good | wrong_major | missing_submit. */
+ * (MTIA_DRIVER). Modes: good | wrong_major | missing_submit | ml. */
 #include "../capi/capi_check.h"
+
+#include <mtia/mtia_ml.h>
 
 static void count_call(void* calls) { ++*(int*)calls; }
 
@@ -60,6 +62,28 @@ static void good(void) {
   CHECK_MESSAGE("not supported");
 }
 
+/* The management library over a driver without the driver ABI 1.6 machine entries: it initialises (the
+ * machine list needs no driver), and every call about the machine's devices is NotSupported naming the
+ * entry the driver lacks. Nothing starts the driver: the runtime stays uninitialised. */
+static void ml(void) {
+  int32_t count = -1;
+  uint32_t machines = 0;
+  mtiamlDeviceInfo info = MTIAML_DEVICE_INFO_INIT;
+  mtiamlUtilization utilization = MTIAML_UTILIZATION_INIT;
+  mtiamlCleanupInfo cleanup = MTIAML_CLEANUP_INFO_INIT;
+  CHECK_OK(mtiamlInit());
+  CHECK_STATUS(mtiaErrorNotSupported, mtiamlDeviceGetCount(&count));
+  CHECK_MESSAGE("'machineGetSpec'");
+  CHECK_MESSAGE("driver 'minimal'");
+  CHECK_MESSAGE("driver ABI 1.6");
+  CHECK_STATUS(mtiaErrorNotSupported, mtiamlDeviceGetInfo(0, &info));
+  CHECK_MESSAGE("'machineGetSpec'");
+  CHECK_STATUS(mtiaErrorNotSupported, mtiamlDeviceGetUtilization(0, &utilization));
+  CHECK_STATUS(mtiaErrorNotSupported, mtiamlMachineCleanup(MTIAML_MACHINE_CURRENT, &cleanup));
+  CHECK_OK(mtiamlMachineGetCount(&machines));
+  CHECK_OK(mtiamlShutdown());
+}
+
 static void refused(const char* needle) {
   int count = -1;
   CHECK_OK(mtiaGetDeviceCount(&count));
@@ -73,6 +97,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "good") == 0) good();
   else if (strcmp(mode, "wrong_major") == 0) refused("driver ABI 2.0");
   else if (strcmp(mode, "missing_submit") == 0) refused("'queueSubmit'");
+  else if (strcmp(mode, "ml") == 0) ml();
   else return 2;
   return capi_summary();
 }

@@ -161,7 +161,8 @@ TEST(DriverLoader, IpcEntriesComeAllOrNoneAndStayAbsentFor13Tables) {
   mtiaDriverOps half = completeOps();
   half.ipcMemExport = [](mtiaDrvMem, uint64_t, uint64_t, mtiaDrvIpcDescriptor*) { return mtiaSuccess; };
   const std::string m = initErrorOf([&] { validateOps(half, "half.so"); });
-  EXPECT_NE(m.find("1 of the 11 IPC entries"), std::string::npos) << m;
+  EXPECT_NE(m.find("sets 'ipcMemExport' but lacks 'ipcMemRevoke'"), std::string::npos) << m;
+  EXPECT_NE(m.find("11 entries of driver ABI 1.4"), std::string::npos) << m;
   // A 1.3 table ends before them: whatever lies past its end is not the driver's.
   mtiaDriverOps old = completeOps();
   old.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 3);
@@ -278,6 +279,127 @@ TEST(DriverLoader, UnknownDriverCodesBecomeDriverErrors) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), mtiaErrorDriver);
     EXPECT_NE(std::string(e.what()).find("native code 4242"), std::string::npos) << e.what();
+  }
+}
+
+// Driver ABI 1.6: the machine described without init.
+int gInits = 0;
+mtiaError_t countingInit(uint32_t) {
+  ++gInits;
+  return mtiaSuccess;
+}
+mtiaError_t fakeSpec(mtiaDrvMachineSpec* spec) {
+  spec->devices = 2;
+  spec->engines = 3;
+  spec->memoryBytes = 1u << 30;
+  std::strcpy(spec->machine, "fake-machine");
+  return mtiaSuccess;
+}
+mtiaError_t fakeDescribe(const mtiaDrvMachineSpec* spec, int32_t dev, mtiaDrvDeviceInfo* info) {
+  if (dev < 0 || dev >= spec->devices) return mtiaErrorInvalidDevice;
+  info->totalMemory = spec->memoryBytes;
+  info->numaNode = dev;
+  return mtiaSuccess;
+}
+mtiaError_t machineGetOps(uint32_t v, mtiaDriverOps* ops) {
+  goodGetOps(v, ops);
+  ops->init = countingInit;
+  ops->machineGetSpec = fakeSpec;
+  ops->machineDescribeDevice = fakeDescribe;
+  return mtiaSuccess;
+}
+
+TEST(DriverLoader, MachineEntriesComeBothOrNeither) {
+  mtiaDriverOps both = completeOps();
+  both.machineGetSpec = fakeSpec;
+  both.machineDescribeDevice = fakeDescribe;
+  validateOps(both, "new.so");
+  EXPECT_TRUE(Driver(both, "new.so").describesMachines());
+  mtiaDriverOps neither = completeOps();
+  validateOps(neither, "old.so");
+  EXPECT_FALSE(Driver(neither, "old.so").describesMachines());
+  mtiaDriverOps half = completeOps();
+  half.machineDescribeDevice = fakeDescribe;
+  const std::string m = initErrorOf([&] { validateOps(half, "half.so"); });
+  EXPECT_NE(m.find("half.so sets 'machineDescribeDevice' but lacks 'machineGetSpec'"), std::string::npos) << m;
+  EXPECT_NE(m.find("2 entries of driver ABI 1.6"), std::string::npos) << m;
+}
+
+// Note [optional entries] in loader.cpp: one rule for every block, whatever the block.
+TEST(DriverLoader, BlocksPastTheDriversVersionOrTableAreIgnored) {
+  // A 1.5 driver whose table happens to reach the 1.6 entries: they are not its to fill.
+  mtiaDriverOps v15 = completeOps();
+  v15.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 5);
+  v15.machineGetSpec = fakeSpec;  // only one of the pair: not refused either, as the block is not its
+  v15.ipcMemSize = [](void*, uint64_t*) { return mtiaSuccess; };
+  validateOps(v15, "v15.so");
+  EXPECT_EQ(v15.machineGetSpec, nullptr);
+  EXPECT_NE(v15.ipcMemSize, nullptr);
+  // A 1.3 driver with IPC entries set: ignored as well.
+  mtiaDriverOps v13 = completeOps();
+  v13.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 3);
+  v13.ipcMemExport = [](mtiaDrvMem, uint64_t, uint64_t, mtiaDrvIpcDescriptor*) { return mtiaSuccess; };
+  v13.memReportAllocated = [](int32_t, uint64_t) { return mtiaSuccess; };
+  validateOps(v13, "v13.so");
+  EXPECT_EQ(v13.ipcMemExport, nullptr);
+  EXPECT_NE(v13.memReportAllocated, nullptr);
+  // A table that ends inside a block leaves the whole block out (the part it filled included).
+  mtiaDriverOps cut = completeOps();
+  cut.structSize = offsetof(mtiaDriverOps, machineDescribeDevice);
+  cut.machineGetSpec = fakeSpec;
+  validateOps(cut, "cut.so");
+  EXPECT_EQ(cut.machineGetSpec, nullptr);
+  EXPECT_FALSE(Driver(cut, "cut.so").describesMachines());
+  // 1.0 entries, each a block of its own, get stand-ins when absent; later blocks stay NULL.
+  mtiaDriverOps bare = completeOps();
+  bare.lastErrorMessage = nullptr;
+  validateOps(bare, "bare.so");
+  EXPECT_STREQ(bare.lastErrorMessage(), "");
+  EXPECT_EQ(bare.isDriverThread(), 0);
+  EXPECT_EQ(bare.memReportAllocated, nullptr);
+  EXPECT_EQ(bare.ipcMemSize, nullptr);
+}
+
+TEST(DriverLoader, OpenDriverDoesNotInitialise) {
+  const BuiltinDriver builtins[] = {{"m", machineGetOps}};
+  gInits = 0;
+  auto opened = openDriver("", builtins, "");
+  EXPECT_EQ(gInits, 0);
+  ASSERT_TRUE(opened->describesMachines());
+  const mtiaDrvMachineSpec spec = opened->machineSpec();
+  EXPECT_EQ(spec.devices, 2);
+  EXPECT_STREQ(spec.machine, "fake-machine");
+  EXPECT_EQ(opened->describeDevice(spec, 1).numaNode, 1);
+  try {
+    opened->describeDevice(spec, 2);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), mtiaErrorInvalidDevice);
+  }
+  EXPECT_EQ(gInits, 0);
+  loadDriver("", builtins, "");
+  EXPECT_EQ(gInits, 1);
+}
+
+TEST(DriverLoader, MachineCallsWithoutTheEntriesNameThem) {
+  const BuiltinDriver builtins[] = {{"fake", goodGetOps}};
+  auto d = openDriver("", builtins, "");
+  EXPECT_FALSE(d->describesMachines());
+  for (int call = 0; call < 2; ++call) {
+    try {
+      if (call == 0) {
+        d->machineSpec();
+      } else {
+        d->describeDevice(mtiaDrvMachineSpec{}, 0);
+      }
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), mtiaErrorNotSupported);
+      const std::string m = e.what();
+      EXPECT_NE(m.find(call == 0 ? "'machineGetSpec'" : "'machineDescribeDevice'"), std::string::npos) << m;
+      EXPECT_NE(m.find("driver 'fake' (built-in 'fake')"), std::string::npos) << m;
+      EXPECT_NE(m.find("driver ABI 1.6"), std::string::npos) << m;
+    }
   }
 }
 

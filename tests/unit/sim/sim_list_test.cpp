@@ -125,7 +125,10 @@ class SimListModule : public SimList {
 
 TEST(SimListTable, DriverReports12WithBothEntries) {
   const mtiaDriverOps& d = table();
-  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 5u));  // 1.3: memReportAllocated, 1.4: IPC, 1.5: ipcMemSize
+  // 1.3: memReportAllocated, 1.4: IPC, 1.5: ipcMemSize, 1.6: the machine described without init
+  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 6u));
+  EXPECT_NE(d.machineGetSpec, nullptr);
+  EXPECT_NE(d.machineDescribeDevice, nullptr);
   EXPECT_NE(d.ipcMemExport, nullptr);
   EXPECT_NE(d.ipcEventWait, nullptr);
   EXPECT_NE(d.ipcMemSize, nullptr);  // driver ABI 1.5
