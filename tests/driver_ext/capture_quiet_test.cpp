@@ -97,7 +97,7 @@ TEST_F(CountingDriver, Allocator89_NoQueriesNoFreesWhileCapturing) {
   ASSERT_OK(s.status());
   ASSERT_OK(t.status());
   ASSERT_OK(u.status());
-  const int64_t baseline = cur(stats().reserved_bytes);
+  const int64_t baseline = cur(memStats().reserved_bytes);
 
   // Before the capture: cached default blocks on t, a pool that is used and left unused (released
   // during the capture), and u held busy by a latch so that what it used stays in use after the end.
@@ -112,7 +112,7 @@ TEST_F(CountingDriver, Allocator89_NoQueriesNoFreesWhileCapturing) {
   ASSERT_OK(latch.block(u));
   ASSERT_TRUE(latch.waitEntered());
   const int oomsBefore = gOoms.load();
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
 
   const mtiaMemPoolId_t pool = newPool();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, pool, s));
@@ -163,7 +163,7 @@ TEST_F(CountingDriver, Allocator89_NoQueriesNoFreesWhileCapturing) {
   // mtiaEmptyCache is refused; releasing an unused pool puts its segments off.
   EXPECT_FAILS(mtiaErrorIllegalState, mtiaEmptyCache(), "capture");
   ASSERT_OK(mtiaMemPoolRelease(0, unused));
-  EXPECT_EQ(stats().num_device_free, s0.num_device_free);
+  EXPECT_EQ(memStats().num_device_free, s0.num_device_free);
 
   const Counts end = counts();
   EXPECT_EQ(queries(end), queries(begin)) << "queries during the capture: " << describe(begin, end);
@@ -174,7 +174,7 @@ TEST_F(CountingDriver, Allocator89_NoQueriesNoFreesWhileCapturing) {
   const Counts after = counts();
   EXPECT_GT(queries(after), queries(end)) << describe(end, after);
   EXPECT_GT(frees(after), frees(end)) << describe(end, after);
-  EXPECT_GT(stats().num_device_free, s0.num_device_free) << "the unused pool's segment did not go back";
+  EXPECT_GT(memStats().num_device_free, s0.num_device_free) << "the unused pool's segment did not go back";
   void* e3 = mallocOn(8192, t);
   EXPECT_NE(e3, e) << "reused before u finished";
   latch.open();
@@ -190,5 +190,5 @@ TEST_F(CountingDriver, Allocator89_NoQueriesNoFreesWhileCapturing) {
   ASSERT_OK(mtiaMemPoolRelease(0, pool));  // one release per begin
   ASSERT_OK(mtiaMemPoolRelease(0, pool));
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes), baseline) << "memory did not come back";
+  EXPECT_EQ(cur(memStats().reserved_bytes), baseline) << "memory did not come back";
 }

@@ -12,8 +12,6 @@
 namespace mtia::ipc::test {
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-
 struct Handles {
   mtiaIpcMemHandle_t mem;
   mtiaIpcEventHandle_t event;
@@ -27,7 +25,7 @@ void blockUntilSaid(void* userData) {
 
 TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
   Channel toImporter, toExporter, release;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     const size_t size = 64 * kMiB;
     void* p = nullptr;
@@ -59,10 +57,9 @@ TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     IPC_CHECK(mtiaFree(p) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
+  };
   Channel toParent;
-  const pid_t importer = forkChild([&] {
+  const auto importer = [&] {
     watchdog();
     const size_t size = 64 * kMiB;
     Handles h;
@@ -97,14 +94,8 @@ TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  char queued = 0;
-  ASSERT_TRUE(toParent.receive(queued));
-  const char go = 1;
-  ASSERT_TRUE(release.send(go));
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer, [&] { return releaseWhenSaid(toParent, release); });
 }
 
 // Waits see the latest record as of the call: a stream that waits for the exporter's record on a held
@@ -112,7 +103,7 @@ TEST(IpcEvent, OrdersTheImportersReadsAfterTheExportersWork) {
 // record sees it complete.
 TEST(IpcEvent, ALaterRecordDoesNotReleaseWaitsForAnEarlierOne) {
   Channel toImporter, toExporter, toParent, release;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     mtiaEvent_t e = nullptr;
     IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
@@ -133,9 +124,8 @@ TEST(IpcEvent, ALaterRecordDoesNotReleaseWaitsForAnEarlierOne) {
     IPC_CHECK(mtiaStreamSynchronize(held) == mtiaSuccess);
     IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcEventHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -156,14 +146,8 @@ TEST(IpcEvent, ALaterRecordDoesNotReleaseWaitsForAnEarlierOne) {
     IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  char step = 0;
-  ASSERT_TRUE(toParent.receive(step));
-  const char go = 1;
-  ASSERT_TRUE(release.send(go));
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer, [&] { return releaseWhenSaid(toParent, release); });
 }
 
 // The exporter records on a held stream and then destroys the event (or is killed): the importer's
@@ -231,7 +215,7 @@ TEST(IpcEvent, WaitsEndWhenTheExporterIsKilled) { destroyedOrKilled(true); }
 // wait for it: a graph would replay without waiting for the exporter's work.
 TEST(IpcEvent, CaptureRefusesRecordsOfAndWaitsForAnImportedEvent) {
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     mtiaEvent_t e = nullptr;
     IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
@@ -247,9 +231,8 @@ TEST(IpcEvent, CaptureRefusesRecordsOfAndWaitsForAnImportedEvent) {
     IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcEventHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -281,10 +264,8 @@ TEST(IpcEvent, CaptureRefusesRecordsOfAndWaitsForAnImportedEvent) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 // An event the exporter destroyed is dead for its importers even when its last record completed (or it
@@ -295,7 +276,7 @@ TEST(IpcEvent, ADestroyedEventStaysDeadWhenItsRecordIsReused) {
     mtiaIpcEventHandle_t never;
   };
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     mtiaEvent_t e = nullptr, never = nullptr;
     IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
@@ -327,9 +308,8 @@ TEST(IpcEvent, ADestroyedEventStaysDeadWhenItsRecordIsReused) {
     for (mtiaEvent_t r : reuse) IPC_CHECK(mtiaEventDestroy(r) == mtiaSuccess);
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     Pair h;
     IPC_CHECK(toImporter.receive(h));
@@ -353,10 +333,8 @@ TEST(IpcEvent, ADestroyedEventStaysDeadWhenItsRecordIsReused) {
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     IPC_CHECK(toExporter.send(step));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 // More than 64 records complete ahead of an earlier one still held: a wait for the earlier one keeps
@@ -364,7 +342,7 @@ TEST(IpcEvent, ADestroyedEventStaysDeadWhenItsRecordIsReused) {
 TEST(IpcEvent, ManyLaterRecordsDoNotReleaseAWaitForAnEarlierOne) {
   constexpr int kLater = 100;
   Channel toImporter, toExporter, toParent, release;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     mtiaEvent_t e = nullptr;
     IPC_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventInterprocess | mtiaEventDisableTiming) == mtiaSuccess);
@@ -391,9 +369,8 @@ TEST(IpcEvent, ManyLaterRecordsDoNotReleaseAWaitForAnEarlierOne) {
     IPC_CHECK(toExporter.receive(step));
     IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcEventHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -416,14 +393,8 @@ TEST(IpcEvent, ManyLaterRecordsDoNotReleaseAWaitForAnEarlierOne) {
     IPC_CHECK(mtiaEventDestroy(e) == mtiaSuccess);
     IPC_CHECK(mtiaStreamDestroy(s) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  char step = 0;
-  ASSERT_TRUE(toParent.receive(step));
-  const char go = 1;
-  ASSERT_TRUE(release.send(go));
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer, [&] { return releaseWhenSaid(toParent, release); });
 }
 
 }  // namespace

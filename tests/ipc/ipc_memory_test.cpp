@@ -4,6 +4,7 @@
 // devices); every runtime lives in a forked child.
 #include "ipc_test_util.hpp"
 
+#include "platform/registry/registry.hpp"
 #include "platform/registry/user_directory.hpp"
 
 #include <gtest/gtest.h>
@@ -16,8 +17,6 @@
 
 namespace mtia::ipc::test {
 namespace {
-
-constexpr size_t kMiB = size_t{1} << 20;
 
 bool filledWith(const void* devPtr, size_t size, unsigned char value) {
   std::vector<unsigned char> host(size);
@@ -37,7 +36,7 @@ constexpr size_t kGenerationAt = kDriverAt + 32;
 
 TEST(IpcMemory, RoundTripBothWays) {
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     IPC_CHECK(mtiaMalloc(&p, 8 * kMiB + 1000) == mtiaSuccess);
@@ -53,9 +52,8 @@ TEST(IpcMemory, RoundTripBothWays) {
     IPC_CHECK(filledWith(static_cast<char*>(p) + 4096, 4096, 0x5A));  // the rest untouched
     IPC_CHECK(mtiaFree(p) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -73,15 +71,13 @@ TEST(IpcMemory, RoundTripBothWays) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 TEST(IpcMemory, OpenTwiceCountsAndCloseRules) {
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     IPC_CHECK(mtiaMalloc(&p, 1 * kMiB) == mtiaSuccess);
@@ -105,9 +101,8 @@ TEST(IpcMemory, OpenTwiceCountsAndCloseRules) {
     IPC_CHECK(toExporter.receive(done));
     IPC_CHECK(mtiaFree(p) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -136,15 +131,35 @@ TEST(IpcMemory, OpenTwiceCountsAndCloseRules) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
+
+// A good handle damaged in one place, and how opening it must fail.
+struct DamagedHandle {
+  const char* what;
+  void (*damage)(mtiaIpcMemHandle_t&);
+  mtiaError_t code;
+  const char* says;
+};
+const DamagedHandle kDamagedHandles[] = {
+    {"all zero", [](mtiaIpcMemHandle_t& h) { std::memset(&h, 0, sizeof h); }, mtiaErrorInvalidHandle,
+     "handle is not an IPC handle"},
+    {"runtime magic", [](mtiaIpcMemHandle_t& h) { h.reserved[0] ^= 0x7f; }, mtiaErrorInvalidHandle, "bad magic"},
+    {"runtime version", [](mtiaIpcMemHandle_t& h) { h.reserved[4] = 9; }, mtiaErrorInvalidHandle,
+     "handle has handle version 9"},
+    {"driver magic", [](mtiaIpcMemHandle_t& h) { h.reserved[kDriverAt] ^= 0x7f; }, mtiaErrorInvalidHandle,
+     "not one of the simulated driver"},
+    {"machine", [](mtiaIpcMemHandle_t& h) { h.reserved[kMachineAt] ^= 0x01; }, mtiaErrorInvalidHandle,
+     "another simulated machine"},
+    {"generation", [](mtiaIpcMemHandle_t& h) { h.reserved[kGenerationAt] ^= 0x40; }, mtiaErrorInvalidHandle,
+     "freed"},
+    {"uid", [](mtiaIpcMemHandle_t& h) { h.reserved[kUidAt] ^= 0x01; }, mtiaErrorNotPermitted, "exported by user"},
+};
 
 TEST(IpcMemory, BadAndStaleHandles) {
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     void* freed = nullptr;
@@ -158,34 +173,17 @@ TEST(IpcMemory, BadAndStaleHandles) {
     char done = 0;
     IPC_CHECK(toExporter.receive(done));
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h[2];
     IPC_CHECK(toImporter.receive(h));
     void* p = nullptr;
-    mtiaIpcMemHandle_t bad;
-    std::memset(&bad, 0, sizeof bad);
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "handle is not an IPC handle");
-    bad = h[0];
-    bad.reserved[0] ^= 0x7f;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "bad magic");
-    bad = h[0];
-    bad.reserved[4] = 9;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "handle has handle version 9");
-    bad = h[0];
-    bad.reserved[kDriverAt] ^= 0x7f;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "not one of the simulated driver");
-    bad = h[0];
-    bad.reserved[kMachineAt] ^= 0x01;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "another simulated machine");
-    bad = h[0];
-    bad.reserved[kGenerationAt] ^= 0x40;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorInvalidHandle, "freed");
-    bad = h[0];
-    bad.reserved[kUidAt] ^= 0x01;
-    IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, bad, 0), mtiaErrorNotPermitted, "exported by user");
+    for (const DamagedHandle& c : kDamagedHandles) {
+      mtiaIpcMemHandle_t bad = h[0];
+      c.damage(bad);
+      IPC_CHECK_ERROR_IN(c.what, mtiaIpcOpenMemHandle(&p, bad, 0), c.code, c.says);
+    }
     mtiaIpcEventHandle_t asEvent;
     std::memcpy(&asEvent, &h[0], sizeof asEvent);
     mtiaEvent_t e = nullptr;
@@ -197,10 +195,8 @@ TEST(IpcMemory, BadAndStaleHandles) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 TEST(IpcMemory, KilledExporterLeavesMappingsValidAndHandlesStale) {
@@ -309,7 +305,7 @@ TEST(IpcMemory, KilledImporterReleasesDeferredFree) {
 // A handle freed after the importer closed it normally: the free is immediate, the handle stale.
 TEST(IpcMemory, ClosedImportLetsTheFreeComplete) {
   Channel toImporter, toExporter, toImporter2;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     IPC_CHECK(mtiaMalloc(&p, 2 * kMiB) == mtiaSuccess);
@@ -324,9 +320,8 @@ TEST(IpcMemory, ClosedImportLetsTheFreeComplete) {
     IPC_CHECK(toImporter2.send(freed));
     IPC_CHECK(toExporter.receive(closed));
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -339,10 +334,8 @@ TEST(IpcMemory, ClosedImportLetsTheFreeComplete) {
     IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&p, h, 0), mtiaErrorInvalidHandle, "freed");
     IPC_CHECK(toExporter.send(step));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 TEST(IpcMemory, SealedMemoryFileCannotBeResized) {
@@ -384,7 +377,7 @@ TEST(IpcMemory, SealedMemoryFileCannotBeResized) {
 TEST(IpcMemory, AnotherUsersHandleIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a child as another user";
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     IPC_CHECK(mtiaMalloc(&p, 2 * kMiB) == mtiaSuccess);
@@ -394,9 +387,8 @@ TEST(IpcMemory, AnotherUsersHandleIsRefused) {
     char done = 0;
     IPC_CHECK(toExporter.receive(done));
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) return 200;
     mtiaIpcMemHandle_t h;
@@ -406,10 +398,8 @@ TEST(IpcMemory, AnotherUsersHandleIsRefused) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
   // The other user's registry of this machine, which its child created.
   const char* machine = getenv("MTIA_SIM_MACHINE");
   if (machine != nullptr) {
@@ -429,7 +419,7 @@ TEST(IpcMemory, AnotherUsersHandleIsRefused) {
 // Imported memory is the exporter's: the importer can still allocate what is left of the device.
 TEST(IpcMemory, ImportsAreNotChargedToTheImporter) {
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     size_t free = 0, total = 0;
     IPC_CHECK(mtiaMemGetInfo(&free, &total) == mtiaSuccess);
@@ -442,9 +432,8 @@ TEST(IpcMemory, ImportsAreNotChargedToTheImporter) {
     char done = 0;
     IPC_CHECK(toExporter.receive(done));
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h;
     IPC_CHECK(toImporter.receive(h));
@@ -462,10 +451,8 @@ TEST(IpcMemory, ImportsAreNotChargedToTheImporter) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 // A process exports at most 64 allocations at once; the 65th is a clear error until one is freed.
@@ -513,7 +500,7 @@ TEST(IpcMemory, NotLegalDuringGlobalCapture) {
 TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
   constexpr size_t kOffsetAt = 8, kSizeAt = 16;  // in the runtime header (ipc_memory.hpp)
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void* p = nullptr;
     IPC_CHECK(mtiaMalloc(&p, 4 * kMiB) == mtiaSuccess);
@@ -524,27 +511,32 @@ TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
     IPC_CHECK(toExporter.receive(done));
     IPC_CHECK(mtiaFree(p) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     mtiaIpcMemHandle_t h;
     IPC_CHECK(toImporter.receive(h));
     void* p = nullptr;
     for (int round = 0; round < 2; ++round) {  // a first open, and a second one of an open export
-      mtiaIpcMemHandle_t bigger = h, shifted = h, empty = h;
       uint64_t size = 0;
       std::memcpy(&size, h.reserved + kSizeAt, sizeof size);
-      const uint64_t huge = size + (uint64_t{1} << 30);
-      std::memcpy(bigger.reserved + kSizeAt, &huge, sizeof huge);
-      const uint32_t far = 1u << 30;
-      std::memcpy(shifted.reserved + kOffsetAt, &far, sizeof far);
-      const uint64_t zero = 0;
-      std::memcpy(empty.reserved + kSizeAt, &zero, sizeof zero);
-      void* q = nullptr;
-      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, bigger, 0), mtiaErrorInvalidHandle, "handle does not match");
-      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, shifted, 0), mtiaErrorInvalidHandle, "handle does not match");
-      IPC_CHECK_ERROR(mtiaIpcOpenMemHandle(&q, empty, 0), mtiaErrorInvalidHandle, "handle does not match");
+      const struct {
+        const char* what;
+        size_t at;      // in the runtime header
+        uint64_t value;
+        size_t bytes;   // of the field
+      } ranges[] = {
+          {"bigger", kSizeAt, size + (uint64_t{1} << 30), sizeof(uint64_t)},
+          {"shifted", kOffsetAt, uint64_t{1} << 30, sizeof(uint32_t)},
+          {"empty", kSizeAt, 0, sizeof(uint64_t)},
+      };
+      for (const auto& c : ranges) {
+        mtiaIpcMemHandle_t modified = h;
+        std::memcpy(modified.reserved + c.at, &c.value, c.bytes);  // little-endian: the low bytes
+        void* q = nullptr;
+        IPC_CHECK_ERROR_IN(c.what, mtiaIpcOpenMemHandle(&q, modified, 0), mtiaErrorInvalidHandle,
+                           "handle does not match");
+      }
       if (round == 0) IPC_CHECK(mtiaIpcOpenMemHandle(&p, h, 0) == mtiaSuccess);
     }
     // The refused opens left no count behind: one close is the last.
@@ -554,10 +546,8 @@ TEST(IpcMemory, AHandleWithAModifiedRangeIsRefused) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 // A forked child of an importer cannot use the runtime at all (as in CUDA: Note [fork] in
@@ -570,7 +560,7 @@ TEST(IpcMemory, AForkedChildOfAnImporterCannotUseTheRuntime) {
     mtiaIpcEventHandle_t event;
   };
   Channel toImporter, toExporter;
-  const pid_t exporter = forkChild([&] {
+  const auto exporter = [&] {
     watchdog();
     void *a = nullptr, *b = nullptr;
     IPC_CHECK(mtiaMalloc(&a, 2 * kMiB) == mtiaSuccess);
@@ -589,9 +579,8 @@ TEST(IpcMemory, AForkedChildOfAnImporterCannotUseTheRuntime) {
     IPC_CHECK(mtiaFree(a) == mtiaSuccess);
     IPC_CHECK(mtiaFree(b) == mtiaSuccess);
     return 0;
-  });
-  KillOnExit guardExporter{exporter};
-  const pid_t importer = forkChild([&] {
+  };
+  const auto importer = [&] {
     watchdog();
     Sent h;
     IPC_CHECK(toImporter.receive(h));
@@ -621,10 +610,8 @@ TEST(IpcMemory, AForkedChildOfAnImporterCannotUseTheRuntime) {
     const char done = 1;
     IPC_CHECK(toExporter.send(done));
     return 0;
-  });
-  KillOnExit guardImporter{importer};
-  EXPECT_EQ(waitChild(importer), 0);
-  EXPECT_EQ(waitChild(exporter), 0);
+  };
+  expectExporterAndImporterPass(exporter, importer);
 }
 
 }  // namespace

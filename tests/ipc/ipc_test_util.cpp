@@ -1,48 +1,30 @@
 #include "ipc_test_util.hpp"
 
 #include <dirent.h>
-#include <poll.h>
 
-#include <cerrno>
 #include <cstdlib>
 
 namespace mtia::ipc::test {
 
-Channel::Channel() {
-  if (pipe(fds_) != 0) std::abort();
-}
-
-Channel::~Channel() {
-  close(fds_[0]);
-  close(fds_[1]);
-}
-
-bool Channel::send(const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = write(fds_[1], p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
+void expectExporterAndImporterPass(const std::function<int()>& exporter, const std::function<int()>& importer,
+                                   const std::function<::testing::AssertionResult()>& between) {
+  const pid_t exporterPid = forkChild(exporter);
+  KillOnExit guardExporter{exporterPid};
+  const pid_t importerPid = forkChild(importer);
+  KillOnExit guardImporter{importerPid};
+  if (between) {
+    ASSERT_TRUE(between());
   }
-  return true;
+  EXPECT_EQ(waitChild(importerPid), 0) << "the importer";
+  EXPECT_EQ(waitChild(exporterPid), 0) << "the exporter";
 }
 
-bool Channel::receive(void* data, size_t size, int timeoutMs) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    pollfd pfd{fds_[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, timeoutMs);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
-    const ssize_t n = read(fds_[0], p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+::testing::AssertionResult releaseWhenSaid(Channel& toParent, Channel& release) {
+  char said = 0;
+  if (!toParent.receive(said)) return ::testing::AssertionFailure() << "the importer did not say it waits";
+  const char go = 1;
+  if (!release.send(go)) return ::testing::AssertionFailure() << "could not release the exporter's stream";
+  return ::testing::AssertionSuccess();
 }
 
 int memoryFileOf(pid_t pid) {

@@ -24,12 +24,12 @@ mtiaStream_t deadStream() {
 TEST_F(AllocBadInput, MallocAndMallocAsync) {
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMalloc(nullptr, 16), "mtiaMalloc|ptr");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMallocAsync(nullptr, 16, nullptr), "mtiaMallocAsync|ptr");
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = reinterpret_cast<void*>(0x10);
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMalloc(&p, SIZE_MAX), "mtiaMalloc|too large");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMalloc(&p, SIZE_MAX - 511), "mtiaMalloc|too large");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaMallocAsync(&p, SIZE_MAX, nullptr), "mtiaMallocAsync");
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_ooms, s0.num_ooms) << "a size that cannot be represented is not out of memory";
   EXPECT_EQ(s1.num_device_alloc, s0.num_device_alloc);
   EXPECT_EQ(cur(s1.allocation), cur(s0.allocation));
@@ -39,14 +39,14 @@ TEST_F(AllocBadInput, MallocAndMallocAsync) {
   int garbage = 0;
   EXPECT_FAILS(mtiaErrorInvalidHandle, mtiaMallocAsync(&p, 16, reinterpret_cast<mtiaStream_t>(&garbage)),
                "mtiaMallocAsync");
-  EXPECT_EQ(cur(stats().allocation), cur(s0.allocation));
+  EXPECT_EQ(cur(memStats().allocation), cur(s0.allocation));
 }
 
 TEST_F(AllocBadInput, FreeOfWhatIsNotALiveAllocation) {
   EXPECT_OK(mtiaFree(nullptr));
   char* p = static_cast<char*>(mallocOn(4096));
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaFree(p + 16), "mtiaFree|inside");
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaFree(p + 4096 + 512), "mtiaFree");  // the free rest of the segment
   int onStack = 0;
@@ -54,10 +54,10 @@ TEST_F(AllocBadInput, FreeOfWhatIsNotALiveAllocation) {
   void* onHeap = std::malloc(64);
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaFree(onHeap), "mtiaFree");
   std::free(onHeap);
-  EXPECT_EQ(cur(stats().allocation), cur(s0.allocation)) << "a refused free changed the statistics";
+  EXPECT_EQ(cur(memStats().allocation), cur(s0.allocation)) << "a refused free changed the statistics";
   ASSERT_OK(mtiaFree(p));
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaFree(p), "mtiaFree|already freed");
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.allocation), cur(s0.allocation) - 1);
   // The double free did not corrupt the cache: the block serves once, not twice.
   void* a = mallocOn(4096);

@@ -89,7 +89,7 @@ TEST_F(Config, DefaultsReadBack) {
   EXPECT_TRUE(has(c, "pinned_use_background_threads:False")) << c;
   EXPECT_EQ(c.find("max_split_size_mb"), std::string::npos) << "no limit is the default: " << c;
   EXPECT_EQ(c.find("garbage_collection_threshold"), std::string::npos) << "off is the default: " << c;
-  EXPECT_EQ(stats().max_split_size, -1) << "no max_split_size_mb reads as -1 (PyTorch's SIZE_MAX as int64)";
+  EXPECT_EQ(memStats().max_split_size, -1) << "no max_split_size_mb reads as -1 (PyTorch's SIZE_MAX as int64)";
 }
 
 TEST_F(Config, EveryKeyIsAppliedAndReadBack) {
@@ -193,17 +193,17 @@ TEST_F(Config, BadSettingsAreRejectedNamingTheKeyAndChangeNothing) {
     EXPECT_FAILS(mtiaErrorInvalidValue, mtiaAllocatorSetConfig(c.conf), c.needles);
     EXPECT_EQ(getConfig(), before) << "a rejected setting changed the configuration";
   }
-  EXPECT_EQ(stats().max_split_size, -1);
+  EXPECT_EQ(memStats().max_split_size, -1);
 }
 
 // ---- Roundup: roundup_power2_divisions seen in allocated_bytes -----------------------------------
 
 namespace {
 int64_t allocatedFor(size_t request) {
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* p = mallocOn(request);
   if (p == nullptr) return -1;
-  const int64_t grew = cur(stats().allocated_bytes) - cur(before.allocated_bytes);
+  const int64_t grew = cur(memStats().allocated_bytes) - cur(before.allocated_bytes);
   freeOk(p);
   return grew;
 }
@@ -251,7 +251,7 @@ TEST_F(ConfigEnv, EveryKeyFromTheEnvironmentIsInEffect) {
   EXPECT_TRUE(has(c, "per_process_memory_fraction:0.5")) << c;
   EXPECT_TRUE(has(c, "release_lock_on_device_malloc:True")) << c;
   EXPECT_TRUE(has(c, "pinned_use_background_threads:False")) << c;
-  EXPECT_EQ(stats().max_split_size, static_cast<int64_t>(64 * kMiB));
+  EXPECT_EQ(memStats().max_split_size, static_cast<int64_t>(64 * kMiB));
 
   // roundup_power2_divisions
   EXPECT_EQ(allocatedFor(kMiB + kMiB / 5), static_cast<int64_t>(kMiB + kMiB / 4));
@@ -259,10 +259,10 @@ TEST_F(ConfigEnv, EveryKeyFromTheEnvironmentIsInEffect) {
   ASSERT_OK(mtiaEmptyCache());
 
   // max_split_size_mb: a 70 MiB block is oversize, never split.
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* big = mallocOn(70 * kMiB);
   ASSERT_NE(big, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.oversize_allocations.current - s0.oversize_allocations.current, 1);
   EXPECT_EQ(s1.oversize_segments.current - s0.oversize_segments.current, 1);
 
@@ -301,12 +301,12 @@ TEST(ConfigBadEnv, InitialisationFailsNamingTheKey) {
 // ---- MaxSplit: max_split_size_mb, max_non_split_rounding_mb (MTIA_SIM_MEMORY=256MiB) ----------
 
 TEST_F(MaxSplit, SettingReadsBackInConfigAndStats) {
-  EXPECT_EQ(stats().max_split_size, -1);
+  EXPECT_EQ(memStats().max_split_size, -1);
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:40"));
   EXPECT_TRUE(has(getConfig(), "max_split_size_mb:40")) << getConfig();
-  EXPECT_EQ(stats().max_split_size, static_cast<int64_t>(40 * kMiB));
+  EXPECT_EQ(memStats().max_split_size, static_cast<int64_t>(40 * kMiB));
   if (devices_ > 1) {
-    EXPECT_EQ(stats(1).max_split_size, static_cast<int64_t>(40 * kMiB));
+    EXPECT_EQ(memStats(1).max_split_size, static_cast<int64_t>(40 * kMiB));
   }
   // The contradiction is rejected, naming the key, whichever call sets which half.
   EXPECT_FAILS(mtiaErrorInvalidValue, mtiaAllocatorSetConfig("expandable_segments:True"),
@@ -316,29 +316,29 @@ TEST_F(MaxSplit, SettingReadsBackInConfigAndStats) {
 
 TEST_F(MaxSplit, OversizeBlocksAreNotSplitAndServeOnlyOversizeRequests) {
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:40,max_non_split_rounding_mb:20"));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* a = mallocOn(50 * kMiB);
   ASSERT_NE(a, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.oversize_allocations.current - s0.oversize_allocations.current, 1);
   EXPECT_EQ(s1.oversize_segments.current - s0.oversize_segments.current, 1);
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(50 * kMiB));
   freeOk(a);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(s2.oversize_allocations.current, s0.oversize_allocations.current);
   EXPECT_EQ(s2.oversize_segments.current, s1.oversize_segments.current) << "the segment is still cached";
 
   // A request below the limit never takes the cached oversize block.
   void* small = mallocOn(30 * kMiB);
   EXPECT_NE(small, a);
-  EXPECT_EQ(stats().num_device_alloc - s2.num_device_alloc, 1);
+  EXPECT_EQ(memStats().num_device_alloc - s2.num_device_alloc, 1);
   freeOk(small);
 
   // An oversize request takes it whole when it wastes less than max_non_split_rounding_mb.
-  const mtiaMemoryStats s3 = stats();
+  const mtiaMemoryStats s3 = memStats();
   void* b = mallocOn(45 * kMiB);
   EXPECT_EQ(b, a);
-  const mtiaMemoryStats s4 = stats();
+  const mtiaMemoryStats s4 = memStats();
   EXPECT_EQ(s4.num_device_alloc, s3.num_device_alloc);
   EXPECT_EQ(cur(s4.allocated_bytes) - cur(s3.allocated_bytes), static_cast<int64_t>(50 * kMiB)) << "it was split";
   EXPECT_EQ(cur(s4.inactive_split), cur(s3.inactive_split));
@@ -350,17 +350,17 @@ TEST_F(MaxSplit, OversizeBlocksAreNotSplitAndServeOnlyOversizeRequests) {
   void* c = mallocOn(70 * kMiB);
   ASSERT_NE(c, nullptr);
   freeOk(c);
-  const mtiaMemoryStats s5 = stats();
+  const mtiaMemoryStats s5 = memStats();
   void* d = mallocOn(41 * kMiB);
   EXPECT_NE(d, c);
-  EXPECT_EQ(stats().num_device_alloc - s5.num_device_alloc, 1);
+  EXPECT_EQ(memStats().num_device_alloc - s5.num_device_alloc, 1);
   // With max_non_split_rounding_mb:30 it may (d stays live, so the 70 MiB block is the only fit).
   ASSERT_OK(mtiaAllocatorSetConfig("max_non_split_rounding_mb:30"));
-  const mtiaMemoryStats s6 = stats();
+  const mtiaMemoryStats s6 = memStats();
   void* e = mallocOn(41 * kMiB);
   EXPECT_EQ(e, c);
-  EXPECT_EQ(stats().num_device_alloc, s6.num_device_alloc);
-  EXPECT_EQ(cur(stats().allocated_bytes) - cur(s6.allocated_bytes), static_cast<int64_t>(70 * kMiB));
+  EXPECT_EQ(memStats().num_device_alloc, s6.num_device_alloc);
+  EXPECT_EQ(cur(memStats().allocated_bytes) - cur(s6.allocated_bytes), static_cast<int64_t>(70 * kMiB));
   freeOk(d);
   freeOk(e);
   ASSERT_OK(mtiaAllocatorSetConfig("max_non_split_rounding_mb:20"));
@@ -368,12 +368,12 @@ TEST_F(MaxSplit, OversizeBlocksAreNotSplitAndServeOnlyOversizeRequests) {
 
 TEST_F(MaxSplit, BlocksBelowTheLimitStillSplit) {
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:40"));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* a = mallocOn(5 * kMiB);
   void* b = mallocOn(5 * kMiB);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(static_cast<char*>(b), static_cast<char*>(a) + 5 * kMiB);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 1);
   EXPECT_EQ(s1.oversize_allocations.current, s0.oversize_allocations.current);
   EXPECT_EQ(s1.oversize_segments.current, s0.oversize_segments.current);
@@ -385,13 +385,13 @@ TEST_F(MaxSplit, ChangingTheLimitKeepsOversizeCountsBalanced) {
   // A block counted as oversize when it was allocated is counted out when freed, whatever the limit
   // says by then, and one that was not counted in is not counted out; the same for segments.
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:40"));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* a = mallocOn(50 * kMiB);  // oversize under 40
   ASSERT_NE(a, nullptr);
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:100"));
   freeOk(a);
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.oversize_allocations.current, s0.oversize_allocations.current) << "a raised limit left a count";
   EXPECT_EQ(s1.oversize_segments.current, s0.oversize_segments.current) << "a raised limit left a count";
 
@@ -400,7 +400,7 @@ TEST_F(MaxSplit, ChangingTheLimitKeepsOversizeCountsBalanced) {
   ASSERT_OK(mtiaAllocatorSetConfig("max_split_size_mb:55"));
   freeOk(b);
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(s2.oversize_allocations.current, s1.oversize_allocations.current) << "a lowered limit counted out";
   EXPECT_EQ(s2.oversize_segments.current, s1.oversize_segments.current) << "a lowered limit counted out";
   EXPECT_GE(s2.oversize_allocations.current, 0);
@@ -420,10 +420,10 @@ TEST_F(MaxSplit, OutOfMemoryReleasesCachedOversizeBlocksBeforeEverythingElse) {
   ASSERT_TRUE(cached && live && small);
   freeOk(cached);
   freeOk(small);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(120 * kMiB);
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_alloc_retries, s0.num_alloc_retries) << "the release-everything retry ran";
   EXPECT_EQ(s1.num_ooms, s0.num_ooms);
   EXPECT_EQ(s1.num_device_free - s0.num_device_free, 1);
@@ -447,10 +447,10 @@ TEST_F(GarbageCollection, OldCachedLargeSegmentsGoBackBeforeGrowthAboveTheThresh
   void* first = mallocOn(30 * kMiB);
   ASSERT_NE(first, nullptr);
   freeOk(first);
-  const mtiaMemoryStats g0 = stats();
+  const mtiaMemoryStats g0 = memStats();
   void* grow = mallocOn(40 * kMiB);
   ASSERT_NE(grow, nullptr);
-  EXPECT_EQ(stats().num_device_free, g0.num_device_free) << "collected below the threshold";
+  EXPECT_EQ(memStats().num_device_free, g0.num_device_free) << "collected below the threshold";
   freeOk(grow);
   ASSERT_OK(mtiaEmptyCache());
 
@@ -465,10 +465,10 @@ TEST_F(GarbageCollection, OldCachedLargeSegmentsGoBackBeforeGrowthAboveTheThresh
   for (int i = 0; i < 20; ++i) freeOk(mallocOn(4096));  // a ages while the allocator searches
   freeOk(b);
   freeOk(c);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* d = mallocOn(40 * kMiB);
   ASSERT_NE(d, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_free - s0.num_device_free, 1) << "garbage collection did not free exactly the old segment";
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 1);
   EXPECT_EQ(s1.num_alloc_retries, s0.num_alloc_retries) << "collection is not the out-of-memory retry";
@@ -477,7 +477,7 @@ TEST_F(GarbageCollection, OldCachedLargeSegmentsGoBackBeforeGrowthAboveTheThresh
   void* e = mallocOn(30 * kMiB);
   void* f = mallocOn(30 * kMiB);
   EXPECT_TRUE((e == b && f == c) || (e == c && f == b)) << "a young cached segment was collected";
-  EXPECT_EQ(stats().num_device_alloc, s1.num_device_alloc);
+  EXPECT_EQ(memStats().num_device_alloc, s1.num_device_alloc);
   for (void* p : {d, e, f}) freeOk(p);
   ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));
 }
@@ -490,7 +490,7 @@ TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
   ASSERT_OK(mtiaSetMemoryFraction(0.25, 0));  // 64 MiB
   void* a = mallocOn(40 * kMiB);
   ASSERT_NE(a, nullptr);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   int callsBefore;
   {
     std::lock_guard lock(observed().mu);
@@ -499,7 +499,7 @@ TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
   void* b = nullptr;
   EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&b, 30 * kMiB), "mtiaMalloc|memory fraction|limit|64.00 MiB");
   EXPECT_GE(memInfo().free, 30 * kMiB) << "the device had room: the fraction refused";
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_ooms - s0.num_ooms, 1);
   EXPECT_EQ(s1.num_device_alloc, s0.num_device_alloc);
   {
@@ -513,7 +513,7 @@ TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
   freeOk(a);
   void* c = mallocOn(50 * kMiB);
   EXPECT_NE(c, nullptr);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(s2.num_alloc_retries - s1.num_alloc_retries, 1);
   EXPECT_EQ(s2.num_device_free - s1.num_device_free, 1);
   freeOk(c);

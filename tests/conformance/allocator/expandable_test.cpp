@@ -36,12 +36,12 @@ void mark(void* p, size_t size, unsigned seed) {
 
 TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   const auto L = mtiaStatLargePool;
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   const MemInfo m0 = memInfo();
   char* a = static_cast<char*>(mallocOn(5 * kMiB));
   ASSERT_NE(a, nullptr);
   mark(a, 5 * kMiB, 1);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(20 * kMiB)) << "one chunk";
   EXPECT_EQ(cur(s1.segment, L) - cur(s0.segment, L), 1);
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 1);
@@ -53,7 +53,7 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b, a + 5 * kMiB) << "growth did not continue the segment";
   mark(b, 30 * kMiB, 3);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
   EXPECT_EQ(cur(s2.segment, L) - cur(s0.segment, L), 1);
   EXPECT_EQ(s2.num_device_alloc - s1.num_device_alloc, 1);
@@ -63,7 +63,7 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c, b + 30 * kMiB);
   mark(c, 50 * kMiB, 5);
-  const mtiaMemoryStats s3 = stats();
+  const mtiaMemoryStats s3 = memStats();
   EXPECT_EQ(cur(s3.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(100 * kMiB));
   EXPECT_EQ(s3.num_device_alloc - s2.num_device_alloc, 3);
   EXPECT_TRUE(marked(a, 5 * kMiB, 1));
@@ -72,9 +72,9 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   // Freeing c and emptying the cache unmaps the chunks wholly inside free memory ([40, 100) MiB); the
   // chunk b shares with c's old start stays.
   freeOk(c);
-  EXPECT_EQ(cur(stats().reserved_bytes), cur(s3.reserved_bytes)) << "freeing unmapped without emptyCache";
+  EXPECT_EQ(cur(memStats().reserved_bytes), cur(s3.reserved_bytes)) << "freeing unmapped without emptyCache";
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s4 = stats();
+  const mtiaMemoryStats s4 = memStats();
   EXPECT_EQ(cur(s4.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
   EXPECT_EQ(s4.num_device_free - s3.num_device_free, 3);
   EXPECT_EQ(cur(s4.segment, L) - cur(s0.segment, L), 1);
@@ -84,7 +84,7 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
 
   freeOk(b);
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s5 = stats();
+  const mtiaMemoryStats s5 = memStats();
   EXPECT_EQ(cur(s5.reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(20 * kMiB));
   EXPECT_TRUE(marked(a, 5 * kMiB, 1));
 
@@ -93,7 +93,7 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d, a + 5 * kMiB);
   mark(d, 30 * kMiB, 7);
-  EXPECT_EQ(cur(stats().reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
+  EXPECT_EQ(cur(memStats().reserved_bytes, L) - cur(s0.reserved_bytes, L), static_cast<int64_t>(40 * kMiB));
   EXPECT_TRUE(marked(a, 5 * kMiB, 1));
   EXPECT_TRUE(marked(d, 30 * kMiB, 7));
 
@@ -109,7 +109,7 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
   freeOk(a);
   freeOk(d);
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s6 = stats();
+  const mtiaMemoryStats s6 = memStats();
   EXPECT_EQ(cur(s6.reserved_bytes), cur(s0.reserved_bytes));
   EXPECT_EQ(cur(s6.segment), cur(s0.segment)) << "an all-unmapped segment was not given back";
   EXPECT_EQ(memInfo().free, m0.free);
@@ -118,16 +118,16 @@ TEST_F(Expandable, LargePoolGrowsAndShrinksInChunksWhileLiveBlocksStayValid) {
 
 TEST_F(Expandable, SmallPoolGrowsInTwoMiBChunks) {
   const auto S = mtiaStatSmallPool;
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   char* m1 = static_cast<char*>(mallocOn(kMiB));
   char* m2 = static_cast<char*>(mallocOn(kMiB));
   ASSERT_TRUE(m1 && m2);
   EXPECT_EQ(m2, m1 + kMiB);
-  EXPECT_EQ(cur(stats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
+  EXPECT_EQ(cur(memStats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
   char* m3 = static_cast<char*>(mallocOn(kMiB));
   ASSERT_NE(m3, nullptr);
   EXPECT_EQ(m3, m2 + kMiB);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(4 * kMiB));
   EXPECT_EQ(cur(s1.segment, S) - cur(s0.segment, S), 1);
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 2);
@@ -135,27 +135,27 @@ TEST_F(Expandable, SmallPoolGrowsInTwoMiBChunks) {
   freeOk(m2);
   freeOk(m3);
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
+  EXPECT_EQ(cur(memStats().reserved_bytes, S) - cur(s0.reserved_bytes, S), static_cast<int64_t>(2 * kMiB));
   EXPECT_TRUE(marked(m1, kMiB, 11));
   freeOk(m1);
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes), cur(s0.reserved_bytes));
+  EXPECT_EQ(cur(memStats().reserved_bytes), cur(s0.reserved_bytes));
 }
 
 TEST_F(Expandable, EachStreamGrowsItsOwnSegment) {
   Stream other;
   ASSERT_OK(other.status());
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* a = mallocOn(5 * kMiB);
   void* b = mallocOn(5 * kMiB, other);
   ASSERT_TRUE(a && b);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.segment, mtiaStatLargePool) - cur(s0.segment, mtiaStatLargePool), 2);
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(40 * kMiB));
   freeOk(a);
   freeOk(b);
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().segment), cur(s0.segment));
+  EXPECT_EQ(cur(memStats().segment), cur(s0.segment));
 }
 
 TEST_F(Expandable, MemoryFractionLimitsMappedChunks) {
@@ -164,7 +164,7 @@ TEST_F(Expandable, MemoryFractionLimitsMappedChunks) {
   void* a = mallocOn(5 * kMiB);
   void* b = mallocOn(50 * kMiB);  // up to 55 MiB: chunks 0 to 2
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(cur(stats().reserved_bytes, mtiaStatLargePool), static_cast<int64_t>(60 * kMiB));
+  EXPECT_EQ(cur(memStats().reserved_bytes, mtiaStatLargePool), static_cast<int64_t>(60 * kMiB));
   void* c = nullptr;
   EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&c, 10 * kMiB), "memory fraction");
   void* d = mallocOn(5 * kMiB);  // what is mapped still serves
@@ -182,11 +182,11 @@ TEST_F(Expandable, OutOfMemoryUnmapsAnotherStreamsFreeChunks) {
   void* x = mallocOn(200 * kMiB, a);
   ASSERT_NE(x, nullptr);
   freeOk(x);  // 200 MiB mapped and cached on a
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* y = mallocOn(100 * kMiB, b);  // 56 MiB are free: a's chunks have to go first
   ASSERT_NE(y, nullptr);
   mark(y, 100 * kMiB, 21);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
   EXPECT_EQ(cur(s1.reserved_bytes), static_cast<int64_t>(100 * kMiB));
   EXPECT_EQ(s1.num_ooms, s0.num_ooms);
@@ -194,13 +194,13 @@ TEST_F(Expandable, OutOfMemoryUnmapsAnotherStreamsFreeChunks) {
   EXPECT_TRUE(marked(y, 100 * kMiB, 21));
   freeOk(y);
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes), 0);
+  EXPECT_EQ(cur(memStats().reserved_bytes), 0);
 }
 
 TEST_F(Expandable, PrivatePoolSegmentsGrowAndGoBackOnRelease) {
   mtiaMemPoolId_t id{};
   ASSERT_OK(mtiaGraphPoolHandle(&id));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* outside = mallocOn(5 * kMiB);  // the default pool's segment
   ASSERT_NE(outside, nullptr);
   freeOk(outside);
@@ -211,14 +211,14 @@ TEST_F(Expandable, PrivatePoolSegmentsGrowAndGoBackOnRelease) {
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
   EXPECT_NE(p, outside) << "the pool took the default pool's expandable segment";
   EXPECT_EQ(q, p + 5 * kMiB);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.segment, mtiaStatLargePool) - cur(s0.segment, mtiaStatLargePool), 2);
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(60 * kMiB));
   freeOk(p);
   ASSERT_OK(mtiaMemPoolRelease(0, id));
-  EXPECT_EQ(cur(stats().reserved_bytes), cur(s1.reserved_bytes)) << "a live block's segment went back";
+  EXPECT_EQ(cur(memStats().reserved_bytes), cur(s1.reserved_bytes)) << "a live block's segment went back";
   freeOk(q);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(20 * kMiB))
       << "the released pool's segment did not go back when its last block was freed";
   EXPECT_EQ(cur(s2.segment) - cur(s0.segment), 1);
@@ -266,10 +266,10 @@ TEST_F(Expandable, ManyStreamsDoNotRunOutOfAddressSpace) {
 
 TEST_F(Expandable, SwitchedOffNewSegmentsArePlain) {
   ASSERT_OK(mtiaAllocatorSetConfig("expandable_segments:False"));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(12 * kMiB);
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(12 * kMiB))
       << "a plain segment is the request rounded to 2 MiB, not a 20 MiB chunk";
   freeOk(p);

@@ -132,13 +132,13 @@ TEST_F(Oom, MessageForARequestLargerThanTheDevice) {
     hooks().observing = true;
     hooks().callback = Hooks::Callback::FreeNothing;
   }
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = nullptr;
   EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&p, 100 * kMiB + 1),
                "mtiaMalloc|out of memory on device 0|tried to allocate 100.00 MiB|104857601 bytes|104858112 once "
                "rounded|64.00 MiB in total|of which 64.00 MiB is free|0 B allocated|0 B reserved but unallocated|"
                "largest free block 0 B|0 B of its memory is held in private pools|larger than the device's memory");
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_ooms - s0.num_ooms, 1);
   EXPECT_EQ(s1.num_device_alloc, s0.num_device_alloc);
   Hooks& h = hooks();
@@ -202,7 +202,7 @@ TEST_F(Oom, ObserversRunWithNoLockHeld) {
   const size_t freeBefore = memInfo().free;
   mtiaError_t st = mtiaErrorUnknown;
   {
-    Call call([&] {
+    Async call([&] {
       void* p = nullptr;
       st = mtiaMalloc(&p, 100 * kMiB);
     });
@@ -231,10 +231,10 @@ TEST_F(Oom, SuccessfulFreeMemoryCallbackAvoidsADeviceAllocation) {
     hooks().callback = Hooks::Callback::FreeWorkspace;
     hooks().workspace = workspace;
   }
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(12 * kMiB);
   EXPECT_EQ(p, workspace) << "the block the callback freed was not found again";
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_alloc, s0.num_device_alloc);
   EXPECT_EQ(s1.num_alloc_retries, s0.num_alloc_retries);
   {
@@ -261,10 +261,10 @@ TEST_F(Oom, CallbackThatFreesNothingLeadsToADeviceAllocation) {
     std::lock_guard lock(hooks().mu);
     hooks().callback = Hooks::Callback::FreeNothing;
   }
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(12 * kMiB);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(stats().num_device_alloc - s0.num_device_alloc, 1);
+  EXPECT_EQ(memStats().num_device_alloc - s0.num_device_alloc, 1);
   {
     std::lock_guard lock(hooks().mu);
     EXPECT_EQ(hooks().callbackCalls, 1);
@@ -280,10 +280,10 @@ TEST_F(Oom, ReleaseEverythingRetryFreesCachedSegmentsAndIsCounted) {
   void* live = mallocOn(40 * kMiB);
   ASSERT_TRUE(cached && live);
   freeOk(cached);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(14 * kMiB);
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
   EXPECT_GE(s1.num_sync_all_streams - s0.num_sync_all_streams, 1);
   EXPECT_EQ(s1.num_device_free - s0.num_device_free, 1);
@@ -311,11 +311,11 @@ TEST_F(Oom, SearchesAgainAfterWaitingForPendingFrees) {
   ASSERT_TRUE(latch.waitEntered());
   ASSERT_OK(mtiaRecordStream(x, b));
   freeOk(x);
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* again = nullptr;
   mtiaError_t st = mtiaErrorUnknown;
   {
-    Call call([&] { st = mtiaMallocAsync(&again, 5 * kMiB, a); });
+    Async call([&] { st = mtiaMallocAsync(&again, 5 * kMiB, a); });
     const bool blocked = call.waitBlocked();
     latch.open();
     ASSERT_TRUE(call.waitFor(kHang));
@@ -323,7 +323,7 @@ TEST_F(Oom, SearchesAgainAfterWaitingForPendingFrees) {
   }
   ASSERT_EQ(st, mtiaSuccess) << mtiaGetErrorName(st) << " though the freed block became available";
   EXPECT_EQ(again, x);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_alloc, s0.num_device_alloc);
   EXPECT_EQ(s1.num_device_free, s0.num_device_free);
   EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
@@ -343,10 +343,10 @@ TEST_F(Oom, DuringACaptureNothingIsFreedToTheDevice) {
   mtiaMemPoolId_t id{};
   ASSERT_OK(mtiaGraphPoolHandle(&id));
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, capture));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = nullptr;
   EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMallocAsync(&p, 50 * kMiB, capture), "tried to allocate 50.00 MiB");
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_free, s0.num_device_free) << "memory went back to the device during a capture";
   EXPECT_EQ(s1.num_alloc_retries, s0.num_alloc_retries);
   EXPECT_EQ(cur(s1.reserved_bytes), cur(s0.reserved_bytes));
@@ -355,7 +355,7 @@ TEST_F(Oom, DuringACaptureNothingIsFreedToTheDevice) {
   ASSERT_OK(mtiaMemPoolRelease(0, id));
   void* q = mallocOn(50 * kMiB);
   EXPECT_NE(q, nullptr);
-  EXPECT_EQ(stats().num_alloc_retries - s1.num_alloc_retries, 1);
+  EXPECT_EQ(memStats().num_alloc_retries - s1.num_alloc_retries, 1);
   freeOk(q);
 }
 
@@ -368,7 +368,7 @@ TEST_F(OomFaults, LadderStepByStepWithInjectedFailures) {
     std::lock_guard lock(hooks().mu);
     hooks().observing = true;
   }
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* x = mallocOn(12 * kMiB);  // allocation 1
   ASSERT_NE(x, nullptr);
   freeOk(x);
@@ -376,7 +376,7 @@ TEST_F(OomFaults, LadderStepByStepWithInjectedFailures) {
   // 2 fails; the retry frees the cached 12 MiB segment and 3 succeeds.
   void* p = mallocOn(14 * kMiB);
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_alloc_retries - s0.num_alloc_retries, 1);
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 2);
   EXPECT_EQ(s1.num_device_free - s0.num_device_free, 1);
@@ -386,7 +386,7 @@ TEST_F(OomFaults, LadderStepByStepWithInjectedFailures) {
   freeOk(p);
   void* q = nullptr;
   EXPECT_FAILS(mtiaErrorMemoryAllocation, mtiaMalloc(&q, 16 * kMiB), "tried to allocate 16.00 MiB|driver");
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(s2.num_alloc_retries - s1.num_alloc_retries, 1);
   EXPECT_EQ(s2.num_ooms - s1.num_ooms, 1);
   EXPECT_EQ(s2.num_device_free - s1.num_device_free, 1);

@@ -55,12 +55,12 @@ TEST_F(Pools, StreamRouteServesThatStreamFromAnyThread) {
   freeOk(t0);
   const mtiaMemPoolId_t id = newPool();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, s));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = nullptr;
   std::thread([&] { p = mallocOn(4096, s); }).join();  // another thread, the routed stream
   ASSERT_NE(p, nullptr);
   EXPECT_NE(p, d0) << "a routed allocation took a block of the default pool";
-  EXPECT_EQ(stats().num_device_alloc - s0.num_device_alloc, 1) << "the pool did not get a segment of its own";
+  EXPECT_EQ(memStats().num_device_alloc - s0.num_device_alloc, 1) << "the pool did not get a segment of its own";
   void* onT = mallocOn(4096, t);  // t is not routed
   EXPECT_EQ(onT, t0);
   freeOk(onT);
@@ -77,10 +77,10 @@ TEST_F(Pools, StreamRouteServesThatStreamFromAnyThread) {
 
   // Routed again (a second user of the same pool): its cached block serves.
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, s));
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   void* r = mallocOn(4096, s);
   EXPECT_EQ(r, p);
-  EXPECT_EQ(stats().num_device_alloc, s1.num_device_alloc);
+  EXPECT_EQ(memStats().num_device_alloc, s1.num_device_alloc);
   freeOk(r);
   // Any thread may end a stream route.
   mtiaError_t ended = mtiaErrorUnknown;
@@ -100,10 +100,10 @@ TEST_F(Pools, ThreadRouteRoutesTheCallingThreadOnly) {
   freeOk(d0);
   const mtiaMemPoolId_t id = newPool();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, nullptr));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* mine = mallocOn(4096);
   EXPECT_NE(mine, d0);
-  EXPECT_EQ(stats().num_device_alloc - s0.num_device_alloc, 1);
+  EXPECT_EQ(memStats().num_device_alloc - s0.num_device_alloc, 1);
   // Another thread on the same (default) stream is not routed: it gets the default pool's block.
   void* theirs = nullptr;
   mtiaError_t endElsewhere = mtiaSuccess;
@@ -116,10 +116,10 @@ TEST_F(Pools, ThreadRouteRoutesTheCallingThreadOnly) {
   // Other devices are not routed either.
   if (devices_ > 1) {
     DeviceScope one(1);
-    const mtiaMemoryStats d1 = stats(1);
+    const mtiaMemoryStats d1 = memStats(1);
     void* other = mallocOn(4096);
     EXPECT_NE(other, nullptr);
-    EXPECT_EQ(cur(stats(1).allocation) - cur(d1.allocation), 1);
+    EXPECT_EQ(cur(memStats(1).allocation) - cur(d1.allocation), 1);
     freeOk(other);
   }
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
@@ -133,7 +133,7 @@ TEST_F(Pools, ThreadRouteRoutesTheCallingThreadOnly) {
 
 TEST_F(Pools, ReleaseWithNoLiveBlockGivesSegmentsBackAtOnce) {
   const mtiaMemPoolId_t id = newPool();
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   const MemInfo m0 = memInfo();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, nullptr));
   void* a = mallocOn(4096);
@@ -142,13 +142,13 @@ TEST_F(Pools, ReleaseWithNoLiveBlockGivesSegmentsBackAtOnce) {
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
   freeOk(a);
   freeOk(b);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(14 * kMiB));
   // mtiaEmptyCache leaves a pool that still has a user alone.
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes), cur(s1.reserved_bytes)) << "emptyCache took a private pool's memory";
+  EXPECT_EQ(cur(memStats().reserved_bytes), cur(s1.reserved_bytes)) << "emptyCache took a private pool's memory";
   ASSERT_OK(mtiaMemPoolRelease(0, id));
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.reserved_bytes), cur(s0.reserved_bytes)) << "the released pool kept its memory";
   EXPECT_EQ(cur(s2.segment), cur(s0.segment));
   EXPECT_EQ(s2.num_device_free - s1.num_device_free, 2);
@@ -158,19 +158,19 @@ TEST_F(Pools, ReleaseWithNoLiveBlockGivesSegmentsBackAtOnce) {
 
 TEST_F(Pools, ReleaseWithALiveBlockGivesBackOnceItIsFreed) {
   const mtiaMemPoolId_t id = newPool();
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, nullptr));
   void* live = mallocOn(12 * kMiB);
   ASSERT_NE(live, nullptr);
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, id));
   ASSERT_OK(mtiaMemPoolRelease(0, id));
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(12 * kMiB));
   // The block stays valid until freed.
   writePattern(live, 64 * kKiB, 9);
   EXPECT_TRUE(hasPattern(live, 64 * kKiB, 9));
   freeOk(live);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.reserved_bytes), cur(s0.reserved_bytes)) << "the segment did not go back when freed";
   EXPECT_EQ(s2.num_device_free - s1.num_device_free, 1);
 }
@@ -180,7 +180,7 @@ TEST_F(Pools, ReleaseOfAStreamPoolWaitsForItsWork) {
   Stream s;
   ASSERT_OK(s.status());
   const mtiaMemPoolId_t id = newPool();
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, s));
   float* p = static_cast<float*>(mallocOn(12 * kMiB, s));
   ASSERT_NE(p, nullptr);
@@ -190,7 +190,7 @@ TEST_F(Pools, ReleaseOfAStreamPoolWaitsForItsWork) {
   ASSERT_OK(launchFill(s, p, 1.0f, 1024));
   freeOk(p);
   {
-    Call release([&] { EXPECT_OK(mtiaMemPoolRelease(0, id)); });
+    Async release([&] { EXPECT_OK(mtiaMemPoolRelease(0, id)); });
     EXPECT_TRUE(release.waitBlocked() || release.done());
     latch.open();
     ASSERT_TRUE(release.waitFor(kHang));
@@ -198,7 +198,7 @@ TEST_F(Pools, ReleaseOfAStreamPoolWaitsForItsWork) {
   // Waiting or deferring are both allowed; once the work is done, the next allocator call has it back.
   ASSERT_OK(mtiaStreamSynchronize(s));
   freeOk(mallocOn(4096));
-  EXPECT_EQ(cur(stats().reserved_bytes, mtiaStatLargePool), cur(s0.reserved_bytes, mtiaStatLargePool))
+  EXPECT_EQ(cur(memStats().reserved_bytes, mtiaStatLargePool), cur(s0.reserved_bytes, mtiaStatLargePool))
       << "the released pool's segment did not go back after its work finished";
 }
 
@@ -209,19 +209,19 @@ TEST_F(Pools, EmptyCacheDuringAStreamRouteIsIllegal) {
   int64_t dev1Before = 0;
   if (devices_ > 1) {
     DeviceScope one(1);
-    dev1Before = cur(stats(1).reserved_bytes);
+    dev1Before = cur(memStats(1).reserved_bytes);
     freeOk(mallocOn(4096));
-    EXPECT_EQ(cur(stats(1).reserved_bytes) - dev1Before, static_cast<int64_t>(2 * kMiB));
+    EXPECT_EQ(cur(memStats(1).reserved_bytes) - dev1Before, static_cast<int64_t>(2 * kMiB));
   }
   void* cached = mallocOn(4096);
   freeOk(cached);
-  const int64_t dev0Cached = cur(stats().reserved_bytes);
+  const int64_t dev0Cached = cur(memStats().reserved_bytes);
   const mtiaMemPoolId_t id = newPool();
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, id, s));
   EXPECT_FAILS(mtiaErrorIllegalState, mtiaEmptyCache(), "mtiaEmptyCache|capture");
-  EXPECT_EQ(cur(stats().reserved_bytes), dev0Cached) << "device 0 was emptied during its capture";
+  EXPECT_EQ(cur(memStats().reserved_bytes), dev0Cached) << "device 0 was emptied during its capture";
   if (devices_ > 1) {
-    EXPECT_EQ(cur(stats(1).reserved_bytes), dev1Before) << "device 1 was not emptied";
+    EXPECT_EQ(cur(memStats(1).reserved_bytes), dev1Before) << "device 1 was not emptied";
   }
   // A thread route is not a capture.
   const mtiaMemPoolId_t other = newPool();
@@ -269,11 +269,11 @@ TEST_F(Pools, TwoPoolsDoNotShareBlocks) {
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, one));
   freeOk(a);
   ASSERT_OK(mtiaMemPoolBeginAllocateToPool(0, two, nullptr));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* b = mallocOn(4096);
   ASSERT_OK(mtiaMemPoolEndAllocateToPool(0, two));
   EXPECT_NE(b, a);
-  EXPECT_EQ(stats().num_device_alloc - s0.num_device_alloc, 1);
+  EXPECT_EQ(memStats().num_device_alloc - s0.num_device_alloc, 1);
   freeOk(b);
   ASSERT_OK(mtiaMemPoolRelease(0, one));
   ASSERT_OK(mtiaMemPoolRelease(0, two));

@@ -19,10 +19,10 @@ TEST_F(Reuse, FreedBlockServesTheNextAllocationOnItsStreamAtOnce) {
   ASSERT_OK(latch.block(a));  // a has work queued that has not run
   ASSERT_TRUE(latch.waitEntered());
   freeOk(p);
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* q = mallocOn(4096, a);
   EXPECT_EQ(q, p) << "a block freed on a stream was not reused by the next allocation on it";
-  EXPECT_EQ(stats().num_device_alloc, before.num_device_alloc);
+  EXPECT_EQ(memStats().num_device_alloc, before.num_device_alloc);
   EXPECT_EQ(mtiaStreamQuery(a), mtiaErrorNotReady) << "the allocation waited for the stream";
   latch.open();
   freeOk(q);
@@ -35,10 +35,10 @@ TEST_F(Reuse, FreedBlockIsNotReusedByAnotherStream) {
   void* p = mallocOn(4096, a);
   ASSERT_NE(p, nullptr);
   freeOk(p);
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* q = mallocOn(4096, b);
   EXPECT_NE(q, p) << "a block freed on stream A served an allocation on stream B";
-  EXPECT_EQ(stats().num_device_alloc - before.num_device_alloc, 1) << "stream B did not get a segment of its own";
+  EXPECT_EQ(memStats().num_device_alloc - before.num_device_alloc, 1) << "stream B did not get a segment of its own";
   void* r = mallocOn(4096, a);
   EXPECT_EQ(r, p);
   // Large blocks follow the same rule.
@@ -61,9 +61,9 @@ TEST_F(Reuse, RecordStreamDefersReuseUntilThatStreamFinished) {
   ASSERT_OK(latch.block(b));
   ASSERT_TRUE(latch.waitEntered());
   ASSERT_OK(mtiaRecordStream(p, b));
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   freeOk(p);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   // Freed for the caller, still active for the allocator: b may be using it.
   EXPECT_EQ(cur(s1.allocation) - cur(s0.allocation), -1);
   EXPECT_EQ(cur(s1.allocated_bytes) - cur(s0.allocated_bytes), -4096);
@@ -77,7 +77,7 @@ TEST_F(Reuse, RecordStreamDefersReuseUntilThatStreamFinished) {
   ASSERT_OK(mtiaStreamSynchronize(b));
   void* r = mallocOn(4096, a);
   EXPECT_EQ(r, p) << "the block was not reused after the recorded stream finished";
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.active), cur(s0.active) + 1);  // q and r live, p's old use gone
   freeOk(q);
   freeOk(r);
@@ -184,7 +184,7 @@ TEST_F(Reuse, EmptyCacheWaitsForPendingFreesThenGivesTheirMemoryBack) {
   Stream a, b;
   ASSERT_OK(a.status());
   ASSERT_OK(b.status());
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* p = mallocOn(12 * kMiB, a);
   ASSERT_NE(p, nullptr);
   Latch latch;
@@ -192,12 +192,12 @@ TEST_F(Reuse, EmptyCacheWaitsForPendingFreesThenGivesTheirMemoryBack) {
   ASSERT_OK(mtiaRecordStream(p, b));
   freeOk(p);
   {
-    Call empty([] { EXPECT_OK(mtiaEmptyCache()); });
+    Async empty([] { EXPECT_OK(mtiaEmptyCache()); });
     EXPECT_TRUE(empty.waitBlocked()) << "mtiaEmptyCache returned while a pending free's stream was busy";
     latch.open();
     EXPECT_TRUE(empty.waitFor(kHang));
   }
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(cur(s1.reserved_bytes), cur(s0.reserved_bytes));
   EXPECT_EQ(cur(s1.active), cur(s0.active));
   EXPECT_EQ(cur(s1.active_bytes), cur(s0.active_bytes));
@@ -223,7 +223,7 @@ TEST_F(Reuse, RecordedStreamMayBeDestroyedBeforeItsWorkIsDone) {
   void* r = mallocOn(4096, a);
   freeOk(q);
   freeOk(r);
-  EXPECT_EQ(cur(stats().active), 0);
+  EXPECT_EQ(cur(memStats().active), 0);
 }
 
 TEST_F(Reuse, RecordStreamOfAnotherDevice) {
@@ -253,7 +253,7 @@ TEST_F(Reuse, MallocAsyncAllocatesOnTheStreamsDevice) {
   Stream s1(1);
   ASSERT_OK(s1.status());
   ASSERT_OK(mtiaSetDevice(0));
-  const mtiaMemoryStats d0 = stats(0), d1 = stats(1);
+  const mtiaMemoryStats d0 = memStats(0), d1 = memStats(1);
   void* p = nullptr;
   ASSERT_OK(mtiaMallocAsync(&p, 4096, s1));
   mtiaPointerAttributes attr = MTIA_POINTER_ATTRIBUTES_INIT;
@@ -262,8 +262,8 @@ TEST_F(Reuse, MallocAsyncAllocatesOnTheStreamsDevice) {
   EXPECT_EQ(attr.device, 1);
   EXPECT_EQ(attr.base, p);
   EXPECT_EQ(attr.size, 4096u);
-  EXPECT_EQ(cur(stats(1).allocation) - cur(d1.allocation), 1);
-  EXPECT_EQ(cur(stats(0).allocation), cur(d0.allocation));
+  EXPECT_EQ(cur(memStats(1).allocation) - cur(d1.allocation), 1);
+  EXPECT_EQ(cur(memStats(0).allocation), cur(d0.allocation));
   int current = -1;
   ASSERT_OK(mtiaGetDevice(&current));
   EXPECT_EQ(current, 0) << "mtiaMallocAsync changed the current device";
@@ -274,7 +274,7 @@ TEST_F(Reuse, MallocAsyncAllocatesOnTheStreamsDevice) {
   ASSERT_OK(mtiaMemcpy(back, p, sizeof back, mtiaMemcpyDeviceToHost));
   EXPECT_EQ(back[3], 2.5f);
   freeOk(p);
-  EXPECT_EQ(cur(stats(1).allocation), cur(d1.allocation));
+  EXPECT_EQ(cur(memStats(1).allocation), cur(d1.allocation));
   void* q = nullptr;
   ASSERT_OK(mtiaMallocAsync(&q, 4096, s1));
   EXPECT_EQ(q, p);

@@ -36,10 +36,10 @@ TEST_F(Sizes, AllocatedBytesAreRoundedAndCountedInTheirPool) {
   };
   for (const Rounding& c : cases) {
     SCOPED_TRACE("request " + std::to_string(c.request));
-    const mtiaMemoryStats before = stats();
+    const mtiaMemoryStats before = memStats();
     void* p = mallocOn(c.request);
     ASSERT_NE(p, nullptr);
-    const mtiaMemoryStats after = stats();
+    const mtiaMemoryStats after = memStats();
     const int other = c.pool == mtiaStatSmallPool ? mtiaStatLargePool : mtiaStatSmallPool;
     EXPECT_EQ(cur(after.allocated_bytes) - cur(before.allocated_bytes), static_cast<int64_t>(c.block));
     EXPECT_EQ(cur(after.allocated_bytes, c.pool) - cur(before.allocated_bytes, c.pool), static_cast<int64_t>(c.block));
@@ -49,7 +49,7 @@ TEST_F(Sizes, AllocatedBytesAreRoundedAndCountedInTheirPool) {
     EXPECT_EQ(cur(after.allocation, c.pool) - cur(before.allocation, c.pool), 1);
     EXPECT_EQ(cur(after.active_bytes, c.pool) - cur(before.active_bytes, c.pool), static_cast<int64_t>(c.block));
     freeOk(p);
-    const mtiaMemoryStats freed = stats();
+    const mtiaMemoryStats freed = memStats();
     EXPECT_EQ(cur(freed.allocated_bytes), cur(before.allocated_bytes));
     EXPECT_EQ(cur(freed.requested_bytes), cur(before.requested_bytes));
     EXPECT_EQ(cur(freed.allocation), cur(before.allocation));
@@ -57,14 +57,14 @@ TEST_F(Sizes, AllocatedBytesAreRoundedAndCountedInTheirPool) {
 }
 
 TEST_F(Sizes, SizeZeroGivesNullAndCountsNothing) {
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* p = reinterpret_cast<void*>(0x1);
   ASSERT_OK(mtiaMalloc(&p, 0));
   EXPECT_EQ(p, nullptr);
   p = reinterpret_cast<void*>(0x1);
   ASSERT_OK(mtiaMallocAsync(&p, 0, nullptr));
   EXPECT_EQ(p, nullptr);
-  const mtiaMemoryStats after = stats();
+  const mtiaMemoryStats after = memStats();
   EXPECT_EQ(after.allocation[mtiaStatAll].allocated, before.allocation[mtiaStatAll].allocated);
   EXPECT_EQ(after.num_device_alloc, before.num_device_alloc);
 }
@@ -94,11 +94,11 @@ TEST_F(Sizes, SegmentSizesFollowTheRequest) {
   for (const SegmentCase& c : cases) {
     SCOPED_TRACE("request " + std::to_string(c.request));
     ASSERT_OK(mtiaEmptyCache());
-    const mtiaMemoryStats before = stats();
+    const mtiaMemoryStats before = memStats();
     const MemInfo infoBefore = memInfo();
     void* p = mallocOn(c.request);
     ASSERT_NE(p, nullptr);
-    const mtiaMemoryStats after = stats();
+    const mtiaMemoryStats after = memStats();
     const MemInfo infoAfter = memInfo();
     EXPECT_EQ(cur(after.reserved_bytes) - cur(before.reserved_bytes), static_cast<int64_t>(c.segment));
     EXPECT_EQ(cur(after.reserved_bytes, c.pool) - cur(before.reserved_bytes, c.pool),
@@ -109,9 +109,9 @@ TEST_F(Sizes, SegmentSizesFollowTheRequest) {
     EXPECT_EQ(infoBefore.free - infoAfter.free, c.segment) << "mtiaMemGetInfo disagrees with reserved_bytes";
     freeOk(p);
     // Freed blocks stay cached: the segment is still reserved until the cache is emptied.
-    EXPECT_EQ(cur(stats().reserved_bytes), cur(after.reserved_bytes));
+    EXPECT_EQ(cur(memStats().reserved_bytes), cur(after.reserved_bytes));
     ASSERT_OK(mtiaEmptyCache());
-    const mtiaMemoryStats emptied = stats();
+    const mtiaMemoryStats emptied = memStats();
     EXPECT_EQ(cur(emptied.reserved_bytes), cur(before.reserved_bytes));
     EXPECT_EQ(emptied.num_device_free - after.num_device_free, 1);
     EXPECT_EQ(memInfo().free, infoBefore.free);
@@ -119,12 +119,12 @@ TEST_F(Sizes, SegmentSizesFollowTheRequest) {
 }
 
 TEST_F(Sizes, RequestsOfOneSizeClassShareASegment) {
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* small[8];
   for (void*& p : small) ASSERT_NE(p = mallocOn(100 * kKiB), nullptr);
   void* large[3];
   for (void*& p : large) ASSERT_NE(p = mallocOn(6 * kMiB), nullptr);  // 18 MiB of one 20 MiB segment
-  const mtiaMemoryStats after = stats();
+  const mtiaMemoryStats after = memStats();
   EXPECT_EQ(cur(after.segment, mtiaStatSmallPool) - cur(before.segment, mtiaStatSmallPool), 1);
   EXPECT_EQ(cur(after.segment, mtiaStatLargePool) - cur(before.segment, mtiaStatLargePool), 1);
   EXPECT_EQ(cur(after.reserved_bytes) - cur(before.reserved_bytes), static_cast<int64_t>(22 * kMiB));
@@ -135,10 +135,10 @@ TEST_F(Sizes, RequestsOfOneSizeClassShareASegment) {
 
 TEST_F(Sizes, LargeBlockWithLittleLeftIsNotSplit) {
   // 19 MiB + 512 takes a 20 MiB segment of its own; what is left (1 MiB - 512) is not worth a block.
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   void* p = mallocOn(19 * kMiB + 512);
   ASSERT_NE(p, nullptr);
-  const mtiaMemoryStats after = stats();
+  const mtiaMemoryStats after = memStats();
   EXPECT_EQ(cur(after.reserved_bytes) - cur(before.reserved_bytes), static_cast<int64_t>(20 * kMiB));
   EXPECT_EQ(cur(after.allocated_bytes) - cur(before.allocated_bytes), static_cast<int64_t>(20 * kMiB));
   EXPECT_EQ(cur(after.requested_bytes) - cur(before.requested_bytes), static_cast<int64_t>(19 * kMiB + 512));
@@ -147,10 +147,10 @@ TEST_F(Sizes, LargeBlockWithLittleLeftIsNotSplit) {
 
   // 18 MiB + 512 leaves 2 MiB - 512: split off as a free block of the segment.
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats before2 = stats();
+  const mtiaMemoryStats before2 = memStats();
   void* q = mallocOn(18 * kMiB + 512);
   ASSERT_NE(q, nullptr);
-  const mtiaMemoryStats after2 = stats();
+  const mtiaMemoryStats after2 = memStats();
   EXPECT_EQ(cur(after2.reserved_bytes) - cur(before2.reserved_bytes), static_cast<int64_t>(20 * kMiB));
   EXPECT_EQ(cur(after2.allocated_bytes) - cur(before2.allocated_bytes), static_cast<int64_t>(18 * kMiB + 512));
   EXPECT_EQ(cur(after2.inactive_split, mtiaStatLargePool) - cur(before2.inactive_split, mtiaStatLargePool), 1);
@@ -160,14 +160,14 @@ TEST_F(Sizes, LargeBlockWithLittleLeftIsNotSplit) {
 }
 
 TEST_F(SplitMerge, SmallBlocksAreCarvedFromOneSegmentAndMergeBack) {
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   char* a = static_cast<char*>(mallocOn(4096));
   char* b = static_cast<char*>(mallocOn(4096));
   char* c = static_cast<char*>(mallocOn(4096));
   ASSERT_TRUE(a && b && c);
   EXPECT_EQ(b, a + 4096) << "the second block is not carved right after the first";
   EXPECT_EQ(c, b + 4096);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   const auto view = mtiaStatSmallPool;
   EXPECT_EQ(cur(s1.segment, view) - cur(s0.segment, view), 1);
   EXPECT_EQ(cur(s1.reserved_bytes, view) - cur(s0.reserved_bytes, view), static_cast<int64_t>(2 * kMiB));
@@ -178,20 +178,20 @@ TEST_F(SplitMerge, SmallBlocksAreCarvedFromOneSegmentAndMergeBack) {
             static_cast<int64_t>(2 * kMiB - 3 * 4096));
 
   freeOk(b);  // a hole between two live blocks
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.inactive_split, view) - cur(s0.inactive_split, view), 2);
   EXPECT_EQ(cur(s2.inactive_split_bytes, view) - cur(s0.inactive_split_bytes, view),
             static_cast<int64_t>(2 * kMiB - 2 * 4096));
   EXPECT_EQ(cur(s2.active, view) - cur(s0.active, view), 2);
 
   freeOk(a);  // merges with b's hole
-  const mtiaMemoryStats s3 = stats();
+  const mtiaMemoryStats s3 = memStats();
   EXPECT_EQ(cur(s3.inactive_split, view) - cur(s0.inactive_split, view), 2);
   EXPECT_EQ(cur(s3.inactive_split_bytes, view) - cur(s0.inactive_split_bytes, view),
             static_cast<int64_t>(2 * kMiB - 4096));
 
   freeOk(c);  // everything merges into the whole segment again
-  const mtiaMemoryStats s4 = stats();
+  const mtiaMemoryStats s4 = memStats();
   EXPECT_EQ(cur(s4.inactive_split, view), cur(s0.inactive_split, view));
   EXPECT_EQ(cur(s4.inactive_split_bytes, view), cur(s0.inactive_split_bytes, view));
   EXPECT_EQ(cur(s4.reserved_bytes), cur(s1.reserved_bytes)) << "freeing gave memory back without emptyCache";
@@ -201,7 +201,7 @@ TEST_F(SplitMerge, SmallBlocksAreCarvedFromOneSegmentAndMergeBack) {
   // The merged segment serves the largest small request from its start.
   void* whole = mallocOn(kMiB);
   EXPECT_EQ(whole, a);
-  EXPECT_EQ(stats().num_device_alloc, s4.num_device_alloc);
+  EXPECT_EQ(memStats().num_device_alloc, s4.num_device_alloc);
   freeOk(whole);
 }
 
@@ -213,7 +213,7 @@ TEST_F(SplitMerge, InactiveSplitTotalsGrowByTheNetOfEachStep) {
   struct Totals {
     int64_t blocksIn, blocksOut, bytesIn, bytesOut;
   };
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   auto since = [&](const mtiaMemoryStats& s) {
     return Totals{s.inactive_split[view].allocated - s0.inactive_split[view].allocated,
                   s.inactive_split[view].freed - s0.inactive_split[view].freed,
@@ -226,20 +226,20 @@ TEST_F(SplitMerge, InactiveSplitTotalsGrowByTheNetOfEachStep) {
   void* b = mallocOn(4096);  // the rest shrinks by 4 KiB
   void* c = mallocOn(4096);
   ASSERT_TRUE(a && b && c);
-  Totals t = since(stats());
+  Totals t = since(memStats());
   EXPECT_EQ(t.blocksIn, 1);
   EXPECT_EQ(t.blocksOut, 0);
   EXPECT_EQ(t.bytesIn, seg - k4);
   EXPECT_EQ(t.bytesOut, 2 * k4);
   freeOk(b);  // a hole: one more inactive split block
   freeOk(a);  // merges with the hole: net +4 KiB, no block count change
-  t = since(stats());
+  t = since(memStats());
   EXPECT_EQ(t.blocksIn, 2);
   EXPECT_EQ(t.blocksOut, 0);
   EXPECT_EQ(t.bytesIn, seg + k4);
   EXPECT_EQ(t.bytesOut, 2 * k4);
   freeOk(c);  // both neighbours merge into the whole segment: two blocks and their bytes leave
-  t = since(stats());
+  t = since(memStats());
   EXPECT_EQ(t.blocksIn, 2);
   EXPECT_EQ(t.blocksOut, 2);
   EXPECT_EQ(t.bytesIn, seg + k4);
@@ -247,22 +247,22 @@ TEST_F(SplitMerge, InactiveSplitTotalsGrowByTheNetOfEachStep) {
 }
 
 TEST_F(SplitMerge, LargeBlocksMergeAndServeALargerRequest) {
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   char* a = static_cast<char*>(mallocOn(5 * kMiB));
   char* b = static_cast<char*>(mallocOn(5 * kMiB));
   ASSERT_TRUE(a && b);
   EXPECT_EQ(b, a + 5 * kMiB);
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   EXPECT_EQ(s1.num_device_alloc - s0.num_device_alloc, 1);
   EXPECT_EQ(cur(s1.inactive_split, mtiaStatLargePool) - cur(s0.inactive_split, mtiaStatLargePool), 1);
   freeOk(a);
   freeOk(b);
-  const mtiaMemoryStats s2 = stats();
+  const mtiaMemoryStats s2 = memStats();
   EXPECT_EQ(cur(s2.inactive_split, mtiaStatLargePool), cur(s0.inactive_split, mtiaStatLargePool));
   // 18 MiB fits only in the merged 20 MiB block.
   void* c = mallocOn(18 * kMiB);
   EXPECT_EQ(c, a);
-  const mtiaMemoryStats s3 = stats();
+  const mtiaMemoryStats s3 = memStats();
   EXPECT_EQ(s3.num_device_alloc, s2.num_device_alloc);
   EXPECT_EQ(cur(s3.reserved_bytes), cur(s1.reserved_bytes));
   EXPECT_EQ(cur(s3.allocated_bytes) - cur(s0.allocated_bytes), static_cast<int64_t>(18 * kMiB));
@@ -270,7 +270,7 @@ TEST_F(SplitMerge, LargeBlocksMergeAndServeALargerRequest) {
 }
 
 TEST_F(SplitMerge, EmptyCacheKeepsSegmentsWithLiveBlocks) {
-  const mtiaMemoryStats s0 = stats();
+  const mtiaMemoryStats s0 = memStats();
   void* live = mallocOn(4096);
   void* gone = mallocOn(4096);
   void* bigGone = mallocOn(12 * kMiB);
@@ -278,7 +278,7 @@ TEST_F(SplitMerge, EmptyCacheKeepsSegmentsWithLiveBlocks) {
   freeOk(gone);
   freeOk(bigGone);
   ASSERT_OK(mtiaEmptyCache());
-  const mtiaMemoryStats s1 = stats();
+  const mtiaMemoryStats s1 = memStats();
   // The 12 MiB segment went back; the small one holds a live block and stays, with its free rest
   // counted as inactive split memory.
   EXPECT_EQ(cur(s1.reserved_bytes) - cur(s0.reserved_bytes), static_cast<int64_t>(2 * kMiB));
@@ -287,5 +287,5 @@ TEST_F(SplitMerge, EmptyCacheKeepsSegmentsWithLiveBlocks) {
             static_cast<int64_t>(2 * kMiB - 4096));
   freeOk(live);
   ASSERT_OK(mtiaEmptyCache());
-  EXPECT_EQ(cur(stats().reserved_bytes), cur(s0.reserved_bytes));
+  EXPECT_EQ(cur(memStats().reserved_bytes), cur(s0.reserved_bytes));
 }

@@ -204,10 +204,10 @@ TEST_F(StatsModel, RandomSequencesKeepTheStatisticsConsistent) {
   std::mt19937_64 rng(seed);
   auto pick = [&](uint64_t n) { return static_cast<size_t>(rng() % n); };
 
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   ASSERT_OK(mtiaMemoryResetAccumulatedStats(0));
   Base base;
-  base.take(stats());
+  base.take(memStats());
   Model start;  // what other tests left live (nothing, normally)
   for (int v = 0; v < 3; ++v) {
     start.count[v] = before.allocation[v].current;
@@ -252,17 +252,17 @@ TEST_F(StatsModel, RandomSequencesKeepTheStatisticsConsistent) {
       ++empties;
     } else if (dice < 990) {
       ASSERT_OK(mtiaMemoryResetPeakStats(0));
-      EXPECT_TRUE(peaksAreCurrent(stats())) << "op " << op;
+      EXPECT_TRUE(peaksAreCurrent(memStats())) << "op " << op;
       ++peakResets;
     } else {
-      const mtiaMemoryStats b = stats();
+      const mtiaMemoryStats b = memStats();
       ASSERT_OK(mtiaMemoryResetAccumulatedStats(0));
-      const mtiaMemoryStats a = stats();
+      const mtiaMemoryStats a = memStats();
       EXPECT_TRUE(accumulatedAreZero(a, b)) << "op " << op;
       base.take(a);
       ++resets;
     }
-    const mtiaMemoryStats now = stats();
+    const mtiaMemoryStats now = memStats();
     ASSERT_TRUE(invariants(now, m, base, start)) << "after op " << op;
     if (!m.live.empty() && op % 16 == 0) {
       const Live& l = m.live[pick(m.live.size())];
@@ -280,7 +280,7 @@ TEST_F(StatsModel, RandomSequencesKeepTheStatisticsConsistent) {
   while (!m.live.empty()) ASSERT_OK(mtiaFree(m.take(0).p));
   ASSERT_OK(mtiaEmptyCache());
   m.maybePending = false;
-  const mtiaMemoryStats end = stats();
+  const mtiaMemoryStats end = memStats();
   EXPECT_TRUE(invariants(end, m, base, start));
   EXPECT_EQ(cur(end.allocation), cur(before.allocation));
   EXPECT_EQ(cur(end.active), cur(before.active));
@@ -292,20 +292,20 @@ TEST_F(StatsModel, PeaksFollowTheHighWaterMarkUntilReset) {
   void* a = mallocOn(6 * kMiB);
   void* b = mallocOn(4096);
   ASSERT_TRUE(a && b);
-  const mtiaMemoryStats high = stats();
+  const mtiaMemoryStats high = memStats();
   freeOk(a);
   freeOk(b);
-  const mtiaMemoryStats low = stats();
+  const mtiaMemoryStats low = memStats();
   EXPECT_EQ(low.allocated_bytes[0].peak, high.allocated_bytes[0].peak) << "the peak fell with current";
   EXPECT_GE(low.allocated_bytes[0].peak, cur(low.allocated_bytes) + static_cast<int64_t>(6 * kMiB + 4096));
   EXPECT_GE(low.allocation[mtiaStatLargePool].peak, 1);
   ASSERT_OK(mtiaMemoryResetPeakStats(0));
-  const mtiaMemoryStats reset = stats();
+  const mtiaMemoryStats reset = memStats();
   EXPECT_TRUE(peaksAreCurrent(reset));
   EXPECT_EQ(reset.allocated_bytes[0].allocated, low.allocated_bytes[0].allocated) << "totals changed";
   EXPECT_EQ(reset.num_device_alloc, low.num_device_alloc);
   void* c = mallocOn(4096);
-  EXPECT_EQ(stats().allocated_bytes[mtiaStatSmallPool].peak, cur(reset.allocated_bytes, mtiaStatSmallPool) + 4096);
+  EXPECT_EQ(memStats().allocated_bytes[mtiaStatSmallPool].peak, cur(reset.allocated_bytes, mtiaStatSmallPool) + 4096);
   freeOk(c);
 }
 
@@ -314,12 +314,12 @@ TEST_F(StatsModel, ResetAccumulatedZeroesTotalsAndCountersOnly) {
   void* b = mallocOn(4096);
   ASSERT_TRUE(a && b);
   freeOk(b);
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   EXPECT_GT(before.num_device_alloc, 0);
   ASSERT_OK(mtiaMemoryResetAccumulatedStats(0));
-  EXPECT_TRUE(accumulatedAreZero(stats(), before));
+  EXPECT_TRUE(accumulatedAreZero(memStats(), before));
   freeOk(a);
-  const mtiaMemoryStats after = stats();
+  const mtiaMemoryStats after = memStats();
   EXPECT_EQ(after.allocation[mtiaStatAll].freed, 1);
   EXPECT_EQ(after.allocated_bytes[mtiaStatLargePool].freed, static_cast<int64_t>(12 * kMiB));
   EXPECT_EQ(after.allocation[mtiaStatAll].allocated, 0);
@@ -332,7 +332,7 @@ TEST_F(StatsModel, MemGetInfoAgreesWithTheStatsOnEveryDevice) {
     void* a = mallocOn(3 * kMiB);
     void* b = mallocOn(100);
     ASSERT_TRUE(a && b);
-    const mtiaMemoryStats s = stats(dev);
+    const mtiaMemoryStats s = memStats(dev);
     const MemInfo info = memInfo();
     mtiaDeviceProp prop = MTIA_DEVICE_PROP_INIT;
     ASSERT_OK(mtiaGetDeviceProperties(&prop, dev));

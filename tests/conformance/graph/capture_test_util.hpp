@@ -1,19 +1,46 @@
 // Pieces of the capture conformance tests (capture_legality_test.cpp, capture_streams_test.cpp) that
-// the stream helpers lack: capture status queries, owners of graphs and live captures, a host log
+// the shared test helpers (tests/common) lack: capture status queries, owners of graphs and live captures, a host log
 // whose host functions survive replays, the thread's capture mode for a scope, and a reader of the
-// DOT dump. Uses only the public header.
+// DOT dump. Their EXPECT_FAILS(want, call, arg) requires the last-error message to name the called
+// function and the argument, as the stream tests' does. Uses only the public header.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <mtia/mtia.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
-#include "../streams/streams_test_util.hpp"
+#include "common/async_call.hpp"
+#include "common/eventually.hpp"
+#include "common/host_launch.hpp"
+#include "common/kernels.hpp"
+#include "common/latch.hpp"
+#include "common/measure.hpp"
+#include "common/memory.hpp"
+#include "common/scopes.hpp"
+#include "common/status.hpp"
+
+// EXPECT_FAILS(mtiaErrorInvalidValue, mtiaGraphLaunch(nullptr, s), "graph")
+#define EXPECT_FAILS(want, call, arg) EXPECT_FAILS_NAMING(want, call, arg)
 
 namespace mtia_test {
 

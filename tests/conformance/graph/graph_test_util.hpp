@@ -1,17 +1,13 @@
 // Pieces of the replay, pool and concurrency conformance tests (replay_test.cpp,
 // graph_pools_test.cpp, graph_concurrency_test.cpp) that capture_test_util.hpp lacks: host functions
-// and a gate that survive replays, reserved-memory readings, more built-in kernels, process counts
-// and a scope guard. Uses only the public header.
+// and a gate that survive replays, reserved-memory readings, more built-in kernels and a scope guard.
+// Uses only the public header.
 #pragma once
-
-#include <dirent.h>
 
 #include "capture_test_util.hpp"
 
 namespace mtia_test {
 
-inline constexpr size_t kKiB = size_t{1} << 10;
-inline constexpr size_t kMiB = size_t{1} << 20;
 inline constexpr mtiaMemPoolId_t kNewPool{0, 0};
 
 // Runs fn at scope exit (declare it after what fn must still see, so it runs first).
@@ -30,12 +26,6 @@ class OnExit {
 
 // ---- Memory --------------------------------------------------------------------------------------
 
-inline mtiaMemoryStats memStats(int dev = 0) {
-  mtiaMemoryStats s = MTIA_MEMORY_STATS_INIT;
-  const mtiaError_t rc = mtiaMemoryGetStats(dev, &s);
-  if (rc != mtiaSuccess) ADD_FAILURE() << "mtiaMemoryGetStats: " << mtiaGetLastErrorMessage();
-  return s;
-}
 inline int64_t reservedOf(const mtiaMemoryStats& s) { return s.reserved_bytes[mtiaStatAll].current; }
 inline int64_t reserved(int dev = 0) { return reservedOf(memStats(dev)); }
 
@@ -47,27 +37,8 @@ inline int64_t settledReserved() {
   return reserved();
 }
 
-// mtiaMallocAsync that returns the pointer (null and a test failure when it fails).
-inline void* mallocOn(size_t size, mtiaStream_t stream) {
-  void* p = nullptr;
-  const mtiaError_t rc = mtiaMallocAsync(&p, size, stream);
-  if (rc != mtiaSuccess) {
-    ADD_FAILURE() << "mtiaMallocAsync(" << size << ") returned " << mtiaGetErrorName(rc) << ": "
-                  << mtiaGetLastErrorMessage();
-    return nullptr;
-  }
-  return p;
-}
 inline float* floatsOn(size_t count, mtiaStream_t stream) {
   return static_cast<float*>(mallocOn(count * sizeof(float), stream));
-}
-
-// Writes host values to device memory with the synchronous mtiaMemcpy.
-inline ::testing::AssertionResult writeFloats(float* d, const std::vector<float>& v) {
-  const mtiaError_t rc = mtiaMemcpy(d, v.data(), v.size() * sizeof(float), mtiaMemcpyHostToDevice);
-  if (rc == mtiaSuccess) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "mtiaMemcpy(H2D) returned " << mtiaGetErrorName(rc) << ": "
-                                       << mtiaGetLastErrorMessage();
 }
 
 // ---- Work --------------------------------------------------------------------------------------
@@ -151,35 +122,5 @@ class Gate {
   int entered_ = 0;
   int inside_ = 0;
 };
-
-// ---- Status -------------------------------------------------------------------------------------
-
-// The call failed with want and the last-error message names the function and says something more.
-inline ::testing::AssertionResult failsClearly(const char*, const char* callExpr, mtiaError_t want, mtiaError_t got) {
-  ::testing::AssertionResult status = statusIs("", callExpr, want, got);
-  if (!status) return status;
-  const std::string message = mtiaGetLastErrorMessage();
-  const std::string call = calledFunction(callExpr);
-  if (message.find(call) == std::string::npos || message.size() < call.size() + 8)
-    return ::testing::AssertionFailure() << callExpr << ": the message does not name " << call
-                                         << " and say why: '" << message << "'";
-  return ::testing::AssertionSuccess();
-}
-#define EXPECT_FAILS_CLEARLY(want, call) EXPECT_PRED_FORMAT2(::mtia_test::failsClearly, want, call)
-
-// ---- Process -------------------------------------------------------------------------------------
-
-// Entries of a /proc/self directory (open file descriptors, threads); -1 when unreadable.
-inline int countEntries(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  closedir(d);
-  return n;
-}
-inline int openFds() { return countEntries("/proc/self/fd") - 1; }  // minus the directory's own
-inline int threadCount() { return countEntries("/proc/self/task"); }
 
 }  // namespace mtia_test

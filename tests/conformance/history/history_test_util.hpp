@@ -2,7 +2,7 @@
 // starts every test with recording off and an empty cache, and snapshots
 // taken through the public ABI and parsed with simdjson, with finders for
 // trace entries and blocks. Uses only the public header (and the allocator
-// tests' status assertions and owners).
+// tests' fixture and EXPECT_FAILS, with the shared helpers of tests/common).
 #pragma once
 
 #include "../allocator/alloc_test_util.hpp"

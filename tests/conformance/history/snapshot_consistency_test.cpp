@@ -90,11 +90,11 @@ TEST_F(SnapshotStats, EqualSnapshotSumsWhileAFreeWaitsForABlockedStream) {
   ASSERT_NE(large, nullptr);
   ASSERT_NE(kept, nullptr);
   for (void* p : {small, large}) ASSERT_OK(mtiaRecordStream(p, user));
-  const mtiaMemoryStats before = stats();
+  const mtiaMemoryStats before = memStats();
   freeOk(small);
   freeOk(large);
   {
-    const mtiaMemoryStats during = stats();
+    const mtiaMemoryStats during = memStats();
     const JsonSnapshot snap(0);
     ASSERT_EQ(pendingBlocks(snap), 2) << "both frees wait for the blocked stream:\n" << snap.text();
     EXPECT_TRUE(statsMatch(snap, during)) << snap.text();
@@ -107,7 +107,7 @@ TEST_F(SnapshotStats, EqualSnapshotSumsWhileAFreeWaitsForABlockedStream) {
   ASSERT_OK(mtiaStreamSynchronize(user));
   freeOk(mallocOn(512, owner));  // the next allocation completes the frees whose streams finished
   {
-    const mtiaMemoryStats after = stats();
+    const mtiaMemoryStats after = memStats();
     const JsonSnapshot snap(0);
     EXPECT_EQ(pendingBlocks(snap), 0) << snap.text();
     EXPECT_TRUE(statsMatch(snap, after)) << snap.text();
@@ -136,7 +136,7 @@ TEST_F(SnapshotStats, EqualSnapshotSumsForAPendingFreeInAPrivatePool) {
   freeOk(p);
   freeOk(q);
   {
-    const mtiaMemoryStats during = stats();
+    const mtiaMemoryStats during = memStats();
     const JsonSnapshot snap(0);
     ASSERT_EQ(pendingBlocks(snap), 2) << snap.text();
     EXPECT_TRUE(statsMatch(snap, during)) << snap.text();
@@ -145,7 +145,7 @@ TEST_F(SnapshotStats, EqualSnapshotSumsForAPendingFreeInAPrivatePool) {
   ASSERT_OK(mtiaStreamSynchronize(user));
   freeOk(mallocOn(512, owner));  // completes the pool's frees
   ASSERT_OK(mtiaMemPoolRelease(0, pool));  // and its idle segments go back
-  const mtiaMemoryStats after = stats();
+  const mtiaMemoryStats after = memStats();
   const JsonSnapshot snap(0);
   EXPECT_EQ(pendingBlocks(snap), 0) << snap.text();
   EXPECT_TRUE(statsMatch(snap, after)) << snap.text();

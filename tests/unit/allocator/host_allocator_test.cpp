@@ -6,6 +6,8 @@
 #include "allocator/host_pages.hpp"
 #include "core/error.hpp"
 
+#include "common/eventually.hpp"
+
 #include <gtest/gtest.h>
 #include <numa.h>
 #include <sys/resource.h>
@@ -115,14 +117,7 @@ mtiaError_t errorOf(const std::function<void()>& fn, std::string* message = null
 }
 
 // Polls pred until it holds or a generous deadline passes (a loaded machine, sanitizers).
-bool eventually(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using ::mtia_test::eventually;
 
 AllocConfig background(bool on) {
   AllocConfig c;

@@ -2,9 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -36,59 +34,6 @@ std::unique_ptr<Registry> openOrFail(const MachineSpec& spec, Registry::Options 
   const Status status = Registry::open(spec, options, registry);
   EXPECT_TRUE(status) << status.message;
   return registry;
-}
-
-Gate::Gate() {
-  if (pipe(fds_) != 0) std::abort();
-}
-
-Gate::~Gate() {
-  if (fds_[0] >= 0) close(fds_[0]);
-  if (fds_[1] >= 0) close(fds_[1]);
-}
-
-void Gate::open() {
-  const char byte = 1;
-  (void)!write(fds_[1], &byte, 1);
-}
-
-void Gate::closeWriter() {
-  if (fds_[1] >= 0) close(fds_[1]);
-  fds_[1] = -1;
-}
-
-bool Gate::wait(int timeoutMs) {
-  pollfd p{fds_[0], POLLIN, 0};
-  if (poll(&p, 1, timeoutMs) != 1) return false;
-  char byte = 0;
-  return read(fds_[0], &byte, 1) == 1;
-}
-
-pid_t forkChild(const std::function<int()>& body) {
-  fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int code = 255;
-    try {
-      code = body();
-    } catch (...) {
-    }
-    _exit(code);
-  }
-  return pid;
-}
-
-int waitChild(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
-void killChild(pid_t pid) {
-  kill(pid, SIGKILL);
-  waitChild(pid);
 }
 
 }  // namespace mtia::registry::test
@@ -142,16 +87,3 @@ void killSelfAt(testing::Point point) {
 }
 
 }  // namespace mtia::registry::test
-
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer sees only this process: the registry's robust mutex lives in shared memory and is
-// locked and recovered (EOWNERDEAD) by other processes, which it reports as "unlock of an unlocked
-// mutex" (in forked children too, which then exit with its status 66). Mutex-misuse reports are off
-// for this program; data races are still reported. (Exported: the sanitizer runtime is a shared
-// library that looks it up dynamically; the build files export the program's symbols.)
-extern "C" __attribute__((visibility("default"))) const char* __tsan_default_options() {
-  // die_after_fork=0: children forked after this process registered (its request watcher is a thread)
-  // register anew and start their own watcher, which TSan would otherwise refuse.
-  return "report_mutex_bugs=0:die_after_fork=0";
-}
-#endif

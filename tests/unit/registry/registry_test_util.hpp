@@ -1,6 +1,6 @@
 // Helpers of the registry's fork-based tests: a machine of its own per test
-// (so tests never share a registry), children that run a function and exit,
-// and a pipe to tell a child when to go on.
+// (so tests never share a registry) and ways to damage one; the children and
+// the gate that tells a child when to go on are the shared ones (tests/common).
 #pragma once
 
 #include "platform/registry/registry.hpp"
@@ -12,6 +12,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "common/child_process.hpp"
 
 namespace mtia::registry::test {
 
@@ -25,32 +27,12 @@ void removeMachine(const MachineSpec& spec);
 // Opens spec read-write or fails the calling test.
 std::unique_ptr<Registry> openOrFail(const MachineSpec& spec, Registry::Options options = {});
 
+using ::mtia_test::forkChild;
+using ::mtia_test::KillOnExit;
+using ::mtia_test::killChild;
+using ::mtia_test::waitChild;
 // One-shot signal between processes.
-class Gate {
- public:
-  Gate();
-  ~Gate();
-  void open();                  // let the waiter go on
-  bool wait(int timeoutMs = 10000);  // true when opened (false on timeout or when the writer died)
-  void closeWriter();
-
- private:
-  int fds_[2];
-};
-
-// Forks; the child runs body and _exits with its result (0..255). Never returns in the child.
-pid_t forkChild(const std::function<int()>& body);
-// Waits for pid: its exit code, or 128 + signal; -1 on error.
-int waitChild(pid_t pid);
-// SIGKILLs pid and reaps it.
-void killChild(pid_t pid);
-// Kills and reaps a child still running when the test leaves early (a failed ASSERT).
-struct KillOnExit {
-  pid_t pid;
-  ~KillOnExit() {
-    if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) killChild(pid);
-  }
-};
+using Gate = ::mtia_test::ChildGate;
 
 }  // namespace mtia::registry::test
 

@@ -6,6 +6,8 @@
 #include "config.hpp"
 #include "sim_test_util.hpp"
 
+#include "common/eventually.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -20,14 +22,7 @@ constexpr uint64_t kDepth = mtia::sim::kDefaultQueueDepth;
 constexpr uint64_t kLaunches = 100'000;
 
 // Polls (bounded) until pred() holds.
-bool eventually(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using ::mtia_test::eventually;
 
 // A host function that holds its queue's engine until release().
 struct Gate {
