@@ -45,6 +45,18 @@ DriverMemory::DriverMemory(const driver::Driver& driver, int device, int32_t dri
 
 const std::string& DriverMemory::why() const noexcept { return lastWhy; }
 
+bool DriverMemory::findAllocatedWords() noexcept {
+  const auto get = driver_.ops().memGetAllocatedWords;
+  if (get == nullptr) return false;
+  uint64_t* allocated = nullptr;
+  uint64_t* peak = nullptr;
+  if (get(driverDevice_, &allocated, &peak) != mtiaSuccess || allocated == nullptr || peak == nullptr) return false;
+  peakSeen_ = __atomic_load_n(peak, __ATOMIC_ACQUIRE);  // reports made through the call before count
+  peakWord_ = peak;
+  allocatedWord_ = allocated;
+  return true;
+}
+
 uintptr_t DriverMemory::allocate(size_t size, mtiaDrvMem* mem, Leftovers* keep) {
   uintptr_t va = keep != nullptr ? keep->takeRange(size) : 0;
   if (va == 0) va = reserve(size);

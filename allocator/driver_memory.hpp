@@ -54,10 +54,20 @@ class DriverMemory {
   mtiaDrvMem map(uintptr_t va, size_t size, Leftovers* keep = nullptr);
   void unmap(uintptr_t va, size_t size, mtiaDrvMem mem) noexcept;
 
-  // Tells the driver what the allocator has handed out on the device (for monitoring tools): one
-  // indirect call when the driver has the entry (driver ABI 1.3, optional), else nothing. Never
-  // throws; errors are ignored.
-  void reportAllocated(uint64_t bytes) const noexcept {
+  // Tells the driver what the allocator has handed out on the device (for monitoring tools): two
+  // stores into the words the driver shares (driver ABI 1.6, memGetAllocatedWords; asked for on the
+  // first report, which comes after the first device allocation), else one indirect call when the
+  // driver has memReportAllocated (1.3), else nothing. Called under the allocator's lock (one thread
+  // at a time). Never throws; errors are ignored.
+  void reportAllocated(uint64_t bytes) noexcept {
+    if (allocatedWord_ != nullptr || findAllocatedWords()) [[likely]] {
+      __atomic_store_n(allocatedWord_, bytes, __ATOMIC_RELEASE);
+      if (bytes > peakSeen_) {
+        peakSeen_ = bytes;
+        __atomic_store_n(peakWord_, bytes, __ATOMIC_RELEASE);
+      }
+      return;
+    }
     if (const auto report = driver_.ops().memReportAllocated) (void)report(driverDevice_, bytes);
   }
   // The device's free and total bytes, as the driver counts them (every process). Throws Error.
@@ -69,9 +79,15 @@ class DriverMemory {
   const std::string& why() const noexcept;
 
  private:
+  // Asks the driver for the allocated and peak words; false when it has none (yet).
+  bool findAllocatedWords() noexcept;
+
   const driver::Driver& driver_;
   const int device_;
   const int32_t driverDevice_;
+  uint64_t* allocatedWord_ = nullptr;  // shared with monitoring tools (driver ABI 1.6), or null
+  uint64_t* peakWord_ = nullptr;
+  uint64_t peakSeen_ = 0;  // what *peakWord_ holds: only this allocator writes it
 };
 
 }  // namespace mtia::allocator

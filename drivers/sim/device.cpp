@@ -35,9 +35,9 @@ mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
 void Device::recordFault(std::string message) {
   {
     std::lock_guard lock(faultMu_);
-    if (faulted_.load(std::memory_order_relaxed)) return;
+    if (faulted_.load(std::memory_order_relaxed) != 0) return;
     faultMessage_ = std::move(message);
-    faulted_.store(true, std::memory_order_release);
+    faulted_.store(1, std::memory_order_release);
   }
   // Host threads sleeping in a full queue's submit give up now with the fault, rather than wait for a
   // queue whose head may never finish (a host function that waits for something else).

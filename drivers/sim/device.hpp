@@ -38,7 +38,10 @@ class Device {
   // Errors: mtiaErrorMemoryAllocation (no address space for the range).
   mtiaError_t describe(mtiaDrvDeviceInfo& info);
 
-  bool faulted() const { return faulted_.load(std::memory_order_acquire); }
+  bool faulted() const { return faulted_.load(std::memory_order_acquire) != 0; }
+  // The fault as a word for the runtime to read in place (driver ABI 1.6, deviceGetFaultWord): 0, then 1
+  // for good. std::atomic<uint32_t> is lock-free with uint32_t's layout.
+  const uint32_t* faultWord() const { return reinterpret_cast<const uint32_t*>(&faulted_); }
   // Makes the device faulted; the first message is kept. Thread-safe.
   void recordFault(std::string message);
   // mtiaSuccess, or mtiaErrorLaunchFailure with the fault's message as this thread's last error.
@@ -63,7 +66,8 @@ class Device {
   Scheduler scheduler_;
 
   // Read by every submission: a line of its own, away from the scheduler state engines write.
-  alignas(64) std::atomic<bool> faulted_{false};
+  alignas(64) std::atomic<uint32_t> faulted_{0};
+  static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
   mutable std::mutex faultMu_;
   std::string faultMessage_;
 

@@ -62,6 +62,8 @@ constexpr mtiaDriverOps kOps = {
     .ipcMemSize = ops::ipcMemSize,
     .machineGetSpec = ops::machineGetSpec,
     .machineDescribeDevice = ops::machineDescribeDevice,
+    .deviceGetFaultWord = ops::deviceGetFaultWord,
+    .memGetAllocatedWords = ops::memGetAllocatedWords,
 };
 
 }  // namespace

@@ -63,6 +63,18 @@ mtiaError_t deviceGetStatus(int32_t dev) {
   });
 }
 
+// Thread-safe, does not block: the device's fault word (Device::faultWord), valid while the driver is
+// loaded. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue (word NULL).
+mtiaError_t deviceGetFaultWord(int32_t dev, const uint32_t** word) {
+  return guarded("deviceGetFaultWord", [&] {
+    Device* device = nullptr;
+    if (mtiaError_t err = deviceFor("deviceGetFaultWord", dev, device); err != mtiaSuccess) return err;
+    if (word == nullptr) return nullArgument("deviceGetFaultWord", "word");
+    *word = device->faultWord();
+    return mtiaSuccess;
+  });
+}
+
 // Thread-safe; blocks until every command submitted to the device before the call completed (queues
 // destroyed meanwhile included). Errors: mtiaErrorInvalidDevice, mtiaErrorNotPermitted (called by a
 // host function of this device with work pending: it would wait for itself), mtiaErrorLaunchFailure.

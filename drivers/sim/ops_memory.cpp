@@ -25,6 +25,27 @@ mtiaError_t memReportAllocated(int32_t dev, uint64_t allocatedBytes) {
   return mtiaSuccess;
 }
 
+// Thread-safe, never blocks: this process's registry slot words for dev, or NULL and NULL before the
+// process reserved device memory (no slot yet). Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue.
+mtiaError_t memGetAllocatedWords(int32_t dev, uint64_t** allocated, uint64_t** peak) {
+  return guarded("memGetAllocatedWords", [&] {
+    Device* device = nullptr;
+    if (mtiaError_t err = deviceFor("memGetAllocatedWords", dev, device); err != mtiaSuccess) return err;
+    if (allocated == nullptr || peak == nullptr) return nullArgument("memGetAllocatedWords", "allocated and peak");
+    std::atomic<uint64_t>* a = nullptr;
+    std::atomic<uint64_t>* p = nullptr;
+    static_assert(std::atomic<uint64_t>::is_always_lock_free && sizeof(std::atomic<uint64_t>) == sizeof(uint64_t));
+    if (device->machine().registry().allocatedWords(dev, a, p)) {
+      *allocated = reinterpret_cast<uint64_t*>(a);
+      *peak = reinterpret_cast<uint64_t*>(p);
+    } else {
+      *allocated = nullptr;
+      *peak = nullptr;
+    }
+    return mtiaSuccess;
+  });
+}
+
 // Thread-safe, does not block on device work. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue
 // (va NULL, size 0 or not granular, bad alignment), mtiaErrorMemoryAllocation (no free range fits).
 mtiaError_t vaReserve(int32_t dev, uint64_t size, uint64_t alignment, void** va) {

@@ -31,6 +31,12 @@ class RegistryLink {
     if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
       registry->publishAllocated(static_cast<uint32_t>(device), bytes);
   }
+  // The words publishAllocated writes (driver ABI 1.6, memGetAllocatedWords); false before the first
+  // reservation, when there is no slot yet.
+  bool allocatedWords(int32_t device, std::atomic<uint64_t>*& allocated, std::atomic<uint64_t>*& peak) noexcept {
+    registry::Registry* registry = ready_.load(std::memory_order_acquire);
+    return registry != nullptr && registry->allocatedWords(static_cast<uint32_t>(device), allocated, peak);
+  }
   // Engine time spent on this process's work, ending at nowNs (CLOCK_MONOTONIC), into its slot (one
   // relaxed add, a utilisation checkpoint at most once a second; dropped before the first reservation,
   // like publishAllocated).

@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 6u
+#define MTIA_DRIVER_API_VERSION_MINOR 7u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION \
   MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -312,6 +312,24 @@ typedef struct mtiaDriverOps {
    * topology on its first call (milliseconds). Errors: mtiaErrorInvalidValue (spec or info NULL, a spec
    * the driver cannot have described), mtiaErrorInvalidDevice (dev outside 0..spec->devices-1). */
   mtiaError_t (*machineDescribeDevice)(const mtiaDrvMachineSpec* spec, int32_t dev, mtiaDrvDeviceInfo* info);
+
+  /* ---- optional, since 1.7 (both or neither): shared words in place of two calls that the runtime
+   * makes on every allocation ---- */
+  /* The address of dev's sticky-fault word, valid while the driver is loaded: 0 while deviceGetStatus(dev)
+   * returns mtiaSuccess, nonzero once it would fail; a fault is sticky, so the word never returns to 0.
+   * The runtime reads it with an acquire load (__atomic_load_n) instead of calling deviceGetStatus, and
+   * calls deviceGetStatus for the error and its message once it is nonzero. Thread-safe, does not block.
+   * Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue (word NULL). */
+  mtiaError_t (*deviceGetFaultWord)(int32_t dev, const uint32_t** word);
+  /* Where the runtime publishes what memReportAllocated reports, without the call: *allocated and *peak
+   * point to the 64-bit words the driver shares with monitoring tools for this process and dev, or both
+   * are NULL while the driver has nowhere to publish yet (before the process's first memCreate): the
+   * runtime then calls memReportAllocated and asks again after its next device allocation. The runtime
+   * stores with atomic release stores (__atomic_store_n), *allocated on every change and *peak when
+   * *allocated exceeds it, one thread at a time per device (under its allocator's lock). Valid while the
+   * driver is loaded, in this process (a forked child's runtime does not run). Thread-safe, does not
+   * block. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue (allocated or peak NULL). */
+  mtiaError_t (*memGetAllocatedWords)(int32_t dev, uint64_t** allocated, uint64_t** peak);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

@@ -68,6 +68,7 @@ constexpr Block kOptional[] = {
       MTIA_OPS_ENTRY(ipcEventLatest), MTIA_OPS_ENTRY(ipcEventWait)}},
     {5, {MTIA_OPS_ENTRY(ipcMemSize)}},
     {6, {MTIA_OPS_ENTRY(machineGetSpec), MTIA_OPS_ENTRY(machineDescribeDevice)}},
+    {7, {MTIA_OPS_ENTRY(deviceGetFaultWord), MTIA_OPS_ENTRY(memGetAllocatedWords)}},
 };
 #undef MTIA_OPS_ENTRY
 constexpr size_t kMandatoryEnd = offsetof(mtiaDriverOps, queueWait) + sizeof(void*);

@@ -139,6 +139,19 @@ class Registry {
     if (bytes > mine.peakAllocated.load(std::memory_order_relaxed)) raisePeak(mine.peakAllocated, bytes);
     mine.allocated.store(bytes, std::memory_order_release);
   }
+  // The words publishAllocated writes, for a caller that writes them itself (driver ABI 1.6,
+  // memGetAllocatedWords): false before this process has a slot (or for a device out of range).
+  // std::atomic<uint64_t> is lock-free and has uint64_t's layout, so C code may store to them with
+  // __atomic_store_n. Thread-safe.
+  bool allocatedWords(uint32_t device, std::atomic<uint64_t>*& allocated, std::atomic<uint64_t>*& peak) {
+    refreshAfterFork();
+    const int32_t own = slot_.load(std::memory_order_acquire);
+    if (own < 0 || device >= deviceCount()) return false;
+    SlotDevice& mine = slotAt(static_cast<uint32_t>(own)).devices[device];
+    allocated = &mine.allocated;
+    peak = &mine.peakAllocated;
+    return true;
+  }
   // Engine time spent on this process's work, ending at nowNs (CLOCK_MONOTONIC): one relaxed add, plus
   // a new utilisation checkpoint at most once a second (busy_window.hpp).
   void addBusy(uint32_t device, uint64_t ns, uint64_t nowNs);

@@ -6,7 +6,12 @@ namespace mtia {
 
 Device::Device(const driver::Driver& driver, int ordinal, int32_t driverDevice, allocator::AllocatorContext& allocContext)
     : driver_(driver), ordinal_(ordinal), driverDevice_(driverDevice), info_(driver.deviceInfo(driverDevice)),
-      allocContext_(allocContext) {}
+      allocContext_(allocContext) {
+  if (const auto get = driver.ops().deviceGetFaultWord) {
+    const uint32_t* word = nullptr;
+    if (get(driverDevice, &word) == mtiaSuccess) faultWord_ = word;  // else: asked by call, as before 1.6
+  }
+}
 
 std::shared_ptr<streams::Stream> Device::defaultStreamShared() {
   if (defaultReady_.load(std::memory_order_acquire) != nullptr) return defaultStream_;

@@ -50,12 +50,7 @@ mtiaIpcMemHandle_t IpcMemory::exportAllocation(allocator::DeviceAllocator& alloc
   return e.handle;
 }
 
-bool IpcMemory::interceptFree(allocator::DeviceAllocator& alloc, void* ptr) {
-  // The common case (this process never exported memory) costs one relaxed load. A free racing with
-  // the export of the same pointer is the caller's own race; otherwise the export happened before this
-  // free, and so did its store of the count.
-  if (exportedOrLimbo_.load(std::memory_order_relaxed) == 0) [[likely]]
-    return false;
+bool IpcMemory::interceptFreeSlow(allocator::DeviceAllocator& alloc, void* ptr) {
   const auto key = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard lock(mu_);
   if (limbo_.count(key) != 0)

@@ -61,7 +61,14 @@ class IpcMemory {
   // mtiaFree's first step: true when ptr is in limbo already (a double free: throws InvalidValue) or is
   // exported with live importers (the free is deferred: nothing more to do). False: free it now (its
   // export, if any, is gone). Non-blocking.
-  bool interceptFree(allocator::DeviceAllocator& alloc, void* ptr);
+  // Inline: every mtiaFree asks, and a process that never exported memory pays one relaxed load. A free
+  // racing with the export of the same pointer is the caller's own race; otherwise the export happened
+  // before this free, and so did its store of the count.
+  bool interceptFree(allocator::DeviceAllocator& alloc, void* ptr) {
+    if (exportedOrLimbo_.load(std::memory_order_relaxed) == 0) [[likely]]
+      return false;
+    return interceptFreeSlow(alloc, ptr);
+  }
   // Completes the deferred frees whose importers all closed or died. Cheap when there are none.
   void collect() {
     if (limboCount_.load(std::memory_order_relaxed) != 0) collectSlow();
@@ -76,6 +83,7 @@ class IpcMemory {
   std::optional<IpcMapping> findImport(const void* ptr) const;
 
  private:
+  bool interceptFreeSlow(allocator::DeviceAllocator& alloc, void* ptr);
   struct Export {
     mtiaIpcMemHandle_t handle;
     IpcWireHandle wire;

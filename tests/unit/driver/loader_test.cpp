@@ -325,6 +325,26 @@ TEST(DriverLoader, MachineEntriesComeBothOrNeither) {
   EXPECT_NE(m.find("2 entries of driver ABI 1.6"), std::string::npos) << m;
 }
 
+// Driver ABI 1.7: the shared fault and allocated words come both or neither.
+TEST(DriverLoader, SharedWordsComeBothOrNeither) {
+  mtiaDriverOps half = completeOps();
+  half.deviceGetFaultWord = [](int32_t, const uint32_t**) { return mtiaSuccess; };
+  const std::string m = initErrorOf([&] { validateOps(half, "half.so"); });
+  EXPECT_NE(m.find("half.so sets 'deviceGetFaultWord' but lacks 'memGetAllocatedWords'"), std::string::npos) << m;
+  EXPECT_NE(m.find("driver ABI 1.7"), std::string::npos) << m;
+  mtiaDriverOps both = completeOps();
+  both.deviceGetFaultWord = half.deviceGetFaultWord;
+  both.memGetAllocatedWords = [](int32_t, uint64_t**, uint64_t**) { return mtiaSuccess; };
+  validateOps(both, "both.so");
+  EXPECT_NE(both.memGetAllocatedWords, nullptr);
+  // A 1.6 driver's table that reaches them: not its to fill, so cleared.
+  mtiaDriverOps v16 = both;
+  v16.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 6);
+  validateOps(v16, "v16.so");
+  EXPECT_EQ(v16.deviceGetFaultWord, nullptr);
+  EXPECT_EQ(v16.memGetAllocatedWords, nullptr);
+}
+
 // Note [optional entries] in loader.cpp: one rule for every block, whatever the block.
 TEST(DriverLoader, BlocksPastTheDriversVersionOrTableAreIgnored) {
   // A 1.5 driver whose table happens to reach the 1.6 entries: they are not its to fill.

@@ -1,7 +1,7 @@
 // What the runtime publishes in its registry slot, read the way a monitoring
 // tool reads it (a read-only open, no lock): reserved bytes from the device's
 // physical memory, allocated bytes and their peak from the caching allocator
-// (driver ABI 1.3 memReportAllocated), and mtiaMemGetInfo seeing the same.
+// (driver ABI 1.7 shared words; 1.3 memReportAllocated before), and mtiaMemGetInfo seeing the same.
 // Runs as test registry_runtime_figures (one 256 MiB device).
 #include "platform/registry/registry.hpp"
 

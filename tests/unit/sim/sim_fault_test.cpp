@@ -21,12 +21,20 @@ class SimFaultIsolated : public SimTest {
   }
   // The device is faulted for good, with a message that contains every piece of what.
   void expectFaulted(int32_t dev, std::initializer_list<const char*> what) {
+    EXPECT_NE(faultWord(dev), 0u) << "the shared fault word (driver ABI 1.7) still says healthy";
     EXPECT_EQ(d.deviceGetStatus(dev), mtiaErrorLaunchFailure);
     const std::string message = lastError();
     for (const char* piece : what) EXPECT_NE(message.find(piece), std::string::npos) << message;
   }
+  // The device's fault word (driver ABI 1.7), read as the runtime reads it.
+  uint32_t faultWord(int32_t dev) {
+    const uint32_t* word = nullptr;
+    EXPECT_EQ(d.deviceGetFaultWord(dev, &word), mtiaSuccess) << lastError();
+    return word != nullptr ? __atomic_load_n(word, __ATOMIC_ACQUIRE) : 0xdeadu;
+  }
   // Another device is unaffected: it still computes.
   void expectHealthy(int32_t dev) {
+    EXPECT_EQ(faultWord(dev), 0u);
     EXPECT_EQ(d.deviceGetStatus(dev), mtiaSuccess);
     mtiaDrvQueue q = makeQueue(dev);
     DeviceBuffer buf(dev, 64);

@@ -125,10 +125,13 @@ class SimListModule : public SimList {
 
 TEST(SimListTable, DriverReports12WithBothEntries) {
   const mtiaDriverOps& d = table();
-  // 1.3: memReportAllocated, 1.4: IPC, 1.5: ipcMemSize, 1.6: the machine described without init
-  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 6u));
+  // 1.3: memReportAllocated, 1.4: IPC, 1.5: ipcMemSize, 1.6: the machine described without init,
+  // 1.7: the shared fault and allocated words
+  EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 7u));
   EXPECT_NE(d.machineGetSpec, nullptr);
   EXPECT_NE(d.machineDescribeDevice, nullptr);
+  EXPECT_NE(d.deviceGetFaultWord, nullptr);
+  EXPECT_NE(d.memGetAllocatedWords, nullptr);
   EXPECT_NE(d.ipcMemExport, nullptr);
   EXPECT_NE(d.ipcEventWait, nullptr);
   EXPECT_NE(d.ipcMemSize, nullptr);  // driver ABI 1.5

@@ -358,3 +358,35 @@ TEST_F(SimMemory, ConcurrentAllocationIsConsistent) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
 }
+
+// Driver ABI 1.7: the words the runtime's allocator writes instead of calling memReportAllocated are
+// this process's registry slot words, the ones memReportAllocated writes (after the first memCreate;
+// NULL and NULL before, which this process is past once it holds a buffer).
+TEST_F(SimMemory, AllocatedWordsAreTheOnesMemReportAllocatedWrites) {
+  DeviceBuffer buf(0, kGran);
+  uint64_t* allocated = nullptr;
+  uint64_t* peak = nullptr;
+  ASSERT_EQ(d.memGetAllocatedWords(0, &allocated, &peak), mtiaSuccess) << lastError();
+  ASSERT_NE(allocated, nullptr);
+  ASSERT_NE(peak, nullptr);
+  EXPECT_NE(allocated, peak);
+  ASSERT_EQ(d.memReportAllocated(0, 12345), mtiaSuccess);
+  EXPECT_EQ(__atomic_load_n(allocated, __ATOMIC_ACQUIRE), 12345u);
+  EXPECT_GE(__atomic_load_n(peak, __ATOMIC_ACQUIRE), 12345u);
+  ASSERT_EQ(d.memReportAllocated(0, 0), mtiaSuccess);
+  EXPECT_EQ(__atomic_load_n(allocated, __ATOMIC_ACQUIRE), 0u);
+  // Another device has words of its own.
+  if (deviceCount() > 1) {
+    DeviceBuffer other(1, kGran);
+    uint64_t* allocated1 = nullptr;
+    uint64_t* peak1 = nullptr;
+    ASSERT_EQ(d.memGetAllocatedWords(1, &allocated1, &peak1), mtiaSuccess) << lastError();
+    EXPECT_NE(allocated1, allocated);
+    EXPECT_NE(allocated1, nullptr);
+  }
+  EXPECT_EQ(d.memGetAllocatedWords(0, nullptr, &peak), mtiaErrorInvalidValue);
+  EXPECT_EQ(d.memGetAllocatedWords(99, &allocated, &peak), mtiaErrorInvalidDevice);
+  const uint32_t* word = nullptr;
+  EXPECT_EQ(d.deviceGetFaultWord(0, nullptr), mtiaErrorInvalidValue);
+  EXPECT_EQ(d.deviceGetFaultWord(99, &word), mtiaErrorInvalidDevice);
+}
