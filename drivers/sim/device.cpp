@@ -47,7 +47,7 @@ void Device::recordFault(std::string message) {
 mtiaError_t Device::status() const {
   if (!faulted()) return mtiaSuccess;
   std::lock_guard lock(faultMu_);
-  return failf(mtiaErrorLaunchFailure, "device {} has a sticky fault: {}", index_, faultMessage_);
+  return reportErrorf(mtiaErrorLaunchFailure, "device {} has a sticky fault: {}", index_, faultMessage_);
 }
 
 void Device::setPeerAccess(int32_t peer, bool enable) {

@@ -12,7 +12,7 @@ thread_local char tLastError[kMessageBytes];
 
 }  // namespace
 
-mtiaError_t fail(mtiaError_t code, std::string message) {
+mtiaError_t reportError(mtiaError_t code, std::string message) {
   const size_t n = message.size() < kMessageBytes ? message.size() : kMessageBytes - 1;
   std::memcpy(tLastError, message.data(), n);
   tLastError[n] = '\0';

@@ -24,22 +24,22 @@ mtiaError_t unpack(const char* entry, const mtiaDrvIpcDescriptor* in, IpcKind ki
                    IpcDescriptor& out) {
   std::memcpy(&out, in->bytes, sizeof out);
   if (out.magic != kIpcMagic)
-    return failf(mtiaErrorInvalidHandle, "{}: the handle is not one of the simulated driver (bad magic 0x{:08x})", entry,
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: the handle is not one of the simulated driver (bad magic 0x{:08x})", entry,
                  out.magic);
   if (out.version != kIpcVersion)
-    return failf(mtiaErrorInvalidHandle, "{}: the handle has driver version {}; this driver reads version {}", entry,
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: the handle has driver version {}; this driver reads version {}", entry,
                  out.version, kIpcVersion);
   if (out.kind != static_cast<uint16_t>(kind))
-    return failf(mtiaErrorInvalidHandle, "{}: the handle is {}, not {}", entry,
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: the handle is {}, not {}", entry,
                  out.kind == static_cast<uint16_t>(IpcKind::Event)    ? "an event handle"
                  : out.kind == static_cast<uint16_t>(IpcKind::Memory) ? "a memory handle"
                                                                       : "of an unknown kind",
                  kind == IpcKind::Event ? "an event handle" : "a memory handle");
   if (out.uid != geteuid())
-    return failf(mtiaErrorNotPermitted, "{}: the handle was exported by user {}; this process runs as user {}", entry,
+    return reportErrorf(mtiaErrorNotPermitted, "{}: the handle was exported by user {}; this process runs as user {}", entry,
                  out.uid, geteuid());
   if (out.machine != machine)
-    return failf(mtiaErrorInvalidHandle,
+    return reportErrorf(mtiaErrorInvalidHandle,
                  "{}: the handle belongs to another simulated machine (machine id {:08x}, this process's is {:08x}: "
                  "its MTIA_SIM_* settings differ)",
                  entry, out.machine, machine);

@@ -64,7 +64,7 @@ mtiaError_t Module::load(const char* path, std::shared_ptr<Module>& module) {
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    return failf(mtiaErrorNotFound, "moduleLoad: cannot load '{}': {}", path, why ? why : "unknown error");
+    return reportErrorf(mtiaErrorNotFound, "moduleLoad: cannot load '{}': {}", path, why ? why : "unknown error");
   }
   module.reset(new Module(handle, path));
   return mtiaSuccess;
@@ -81,12 +81,12 @@ mtiaError_t Module::getKernel(const char* name, Kernel** kernel) {
   dlerror();
   void* fn = dlsym(handle_, name);
   if (fn == nullptr) {
-    return failf(mtiaErrorNotFound, "moduleGetKernel: module '{}' has no kernel '{}'", path_, name);
+    return reportErrorf(mtiaErrorNotFound, "moduleGetKernel: module '{}' has no kernel '{}'", path_, name);
   }
   const std::string argsName = std::string(name) + MTIA_SIM_KERNEL_ARGS_SUFFIX;
   const auto* desc = static_cast<const mtiaSimKernelArgs*>(dlsym(handle_, argsName.c_str()));
   if (desc == nullptr) {
-    return failf(mtiaErrorNotFound,
+    return reportErrorf(mtiaErrorNotFound,
                  "moduleGetKernel: module '{}' has kernel '{}' but not its argument descriptor '{}' "
                  "(declare it with MTIA_SIM_KERNEL_ARGS)",
                  path_, name, argsName);
@@ -94,7 +94,7 @@ mtiaError_t Module::getKernel(const char* name, Kernel** kernel) {
   auto created = std::make_unique<Kernel>();
   std::string error;
   if (!layoutArguments(*desc, *created, error)) {
-    return failf(mtiaErrorInvalidValue, "moduleGetKernel: kernel '{}' of module '{}': {}", name, path_, error);
+    return reportErrorf(mtiaErrorInvalidValue, "moduleGetKernel: kernel '{}' of module '{}': {}", name, path_, error);
   }
   created->name = name;
   created->fn = reinterpret_cast<mtiaSimKernelFn>(fn);

@@ -19,7 +19,7 @@ mtiaError_t Machine::initialize() {
   std::lock_guard lock(mu);
   if (instance() != nullptr) return mtiaSuccess;
   ConfigResult parsed = configFromEnvironment();
-  if (!parsed.config) return fail(mtiaErrorInvalidValue, "init: " + parsed.error);
+  if (!parsed.config) return reportError(mtiaErrorInvalidValue, "init: " + parsed.error);
   instance_.store(new Machine(std::move(*parsed.config)), std::memory_order_release);
   return mtiaSuccess;
 }

@@ -38,7 +38,7 @@ mtiaError_t DeviceMemory::ensureReservedLocked() {
   const uint64_t length = span_ + kGranularity;
   void* raw = mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) {
-    return failf(mtiaErrorMemoryAllocation, "device {}: cannot reserve {} bytes of address space: {}", device_, length,
+    return reportErrorf(mtiaErrorMemoryAllocation, "device {}: cannot reserve {} bytes of address space: {}", device_, length,
                  errnoText(errno));
   }
   const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
@@ -56,14 +56,14 @@ mtiaError_t DeviceMemory::ensureBackingLocked() {
   const std::string name = fmt::format("mtia-sim-dev{}", device_);
   const int fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
-    return failf(mtiaErrorMemoryAllocation, "device {}: memfd_create failed: {}", device_, errnoText(errno));
+    return reportErrorf(mtiaErrorMemoryAllocation, "device {}: memfd_create failed: {}", device_, errnoText(errno));
   }
   // Sparse: the size costs nothing until pages are touched. The seals guarantee that nobody sharing
   // the fd can truncate it under a mapping (which would turn accesses into SIGBUS).
   if (ftruncate(fd, static_cast<off_t>(span_)) != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
     const int err = errno;
     close(fd);
-    return failf(mtiaErrorMemoryAllocation, "device {}: cannot size the memory file to {} bytes: {}", device_, span_,
+    return reportErrorf(mtiaErrorMemoryAllocation, "device {}: cannot size the memory file to {} bytes: {}", device_, span_,
                  errnoText(err));
   }
   memfd_ = fd;
@@ -81,12 +81,12 @@ mtiaError_t DeviceMemory::addressRange(uint64_t* base, uint64_t* size) {
 
 mtiaError_t DeviceMemory::vaReserve(uint64_t size, uint64_t alignment, void** va) {
   if (size == 0 || !granular(size)) {
-    return failf(mtiaErrorInvalidValue, "vaReserve: size {} is not a positive multiple of the granularity {}", size,
+    return reportErrorf(mtiaErrorInvalidValue, "vaReserve: size {} is not a positive multiple of the granularity {}", size,
                  kGranularity);
   }
   if (alignment == 0) alignment = kGranularity;
   if ((alignment & (alignment - 1)) != 0 || !granular(alignment)) {
-    return failf(mtiaErrorInvalidValue,
+    return reportErrorf(mtiaErrorInvalidValue,
                  "vaReserve: alignment {} is not a power of two that is a multiple of the granularity {}", alignment,
                  kGranularity);
   }
@@ -94,7 +94,7 @@ mtiaError_t DeviceMemory::vaReserve(uint64_t size, uint64_t alignment, void** va
   if (mtiaError_t err = ensureReservedLocked(); err != mtiaSuccess) return err;
   const std::optional<uint64_t> start = va_.allocate(size, alignment);
   if (!start) {
-    return failf(mtiaErrorMemoryAllocation,
+    return reportErrorf(mtiaErrorMemoryAllocation,
                  "vaReserve: device {} has no free range of {} bytes aligned to {} (address space {} bytes, {} free)",
                  device_, size, alignment, span_, va_.freeBytes());
   }
@@ -108,13 +108,13 @@ mtiaError_t DeviceMemory::vaRelease(void* va, uint64_t size) {
   std::lock_guard lock(mu_);
   auto it = reservations_.find(start);
   if (it == reservations_.end() || it->second != size) {
-    return failf(mtiaErrorInvalidValue, "vaRelease: [{}, +{}) is not a reservation of device {}", va, size, device_);
+    return reportErrorf(mtiaErrorInvalidValue, "vaRelease: [{}, +{}) is not a reservation of device {}", va, size, device_);
   }
   {
     std::shared_lock mapLock(mappingsMu_);
     auto m = mappings_.lower_bound(start);
     if (m != mappings_.end() && m->first - start < size) {
-      return failf(mtiaErrorIllegalState, "vaRelease: reservation {} of device {} still has mappings (first at {})", va,
+      return reportErrorf(mtiaErrorIllegalState, "vaRelease: reservation {} of device {} still has mappings (first at {})", va,
                    device_, reinterpret_cast<void*>(m->first));
     }
   }
@@ -125,7 +125,7 @@ mtiaError_t DeviceMemory::vaRelease(void* va, uint64_t size) {
 
 mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>& mem) {
   if (size == 0 || !granular(size)) {
-    return failf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}", size,
+    return reportErrorf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}", size,
                  kGranularity);
   }
   std::lock_guard lock(mu_);
@@ -137,7 +137,7 @@ mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>&
   const std::optional<uint64_t> offset = file_.allocate(size, kGranularity);
   if (!offset) {
     capacity_.refund(size);
-    return failf(mtiaErrorMemoryAllocation,
+    return reportErrorf(mtiaErrorMemoryAllocation,
                  "out of memory on device {}: this process's physical memory is too fragmented for {} bytes "
                  "(memory file of {} bytes, {} free)",
                  device_, size, span_, file_.freeBytes());
@@ -152,7 +152,7 @@ mtiaError_t DeviceMemory::create(uint64_t size, std::unique_ptr<PhysicalMemory>&
 mtiaError_t DeviceMemory::release(PhysicalMemory& mem) {
   std::lock_guard lock(mu_);
   if (mem.mappings != 0) {
-    return failf(mtiaErrorIllegalState, "memRelease: memory of device {} is still mapped {} time(s)", device_,
+    return reportErrorf(mtiaErrorIllegalState, "memRelease: memory of device {} is still mapped {} time(s)", device_,
                  mem.mappings);
   }
   // Punching the hole gives the pages back to the host now; reused offsets then read as zeros.
@@ -167,12 +167,12 @@ mtiaError_t DeviceMemory::release(PhysicalMemory& mem) {
 mtiaError_t DeviceMemory::map(void* va, uint64_t size, PhysicalMemory& mem, uint64_t offset) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(va);
   if (size == 0 || !granular(size) || !granular(offset) || !granular(start)) {
-    return failf(mtiaErrorInvalidValue,
+    return reportErrorf(mtiaErrorInvalidValue,
                  "memMap: address {}, size {} and offset {} must be multiples of the granularity {} (size > 0)", va,
                  size, offset, kGranularity);
   }
   if (offset > mem.size || size > mem.size - offset) {
-    return failf(mtiaErrorInvalidValue, "memMap: [offset {}, +{}) exceeds the memory's {} bytes", offset, size,
+    return reportErrorf(mtiaErrorInvalidValue, "memMap: [offset {}, +{}) exceeds the memory's {} bytes", offset, size,
                  mem.size);
   }
   std::lock_guard lock(mu_);
@@ -183,7 +183,7 @@ mtiaError_t DeviceMemory::map(void* va, uint64_t size, PhysicalMemory& mem, uint
     insideReservation = into < r->second && size <= r->second - into;
   }
   if (!insideReservation) {
-    return failf(mtiaErrorInvalidValue, "memMap: [{}, +{}) does not lie inside one reservation of device {}", va, size,
+    return reportErrorf(mtiaErrorInvalidValue, "memMap: [{}, +{}) does not lie inside one reservation of device {}", va, size,
                  device_);
   }
   {
@@ -192,14 +192,14 @@ mtiaError_t DeviceMemory::map(void* va, uint64_t size, PhysicalMemory& mem, uint
     const bool overlapsNext = m != mappings_.end() && m->first - start < size;
     const bool overlapsPrev = m != mappings_.begin() && std::prev(m)->first + std::prev(m)->second.size > start;
     if (overlapsNext || overlapsPrev) {
-      return failf(mtiaErrorIllegalState, "memMap: [{}, +{}) of device {} is already (partly) mapped", va, size,
+      return reportErrorf(mtiaErrorIllegalState, "memMap: [{}, +{}) of device {} is already (partly) mapped", va, size,
                    device_);
     }
   }
   void* got = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, memfd_,
                    static_cast<off_t>(mem.fileOffset + offset));
   if (got == MAP_FAILED) {
-    return failf(mtiaErrorMemoryAllocation, "memMap: mapping {} bytes at {} failed: {}", size, va, errnoText(errno));
+    return reportErrorf(mtiaErrorMemoryAllocation, "memMap: mapping {} bytes at {} failed: {}", size, va, errnoText(errno));
   }
   {
     std::unique_lock mapLock(mappingsMu_);
@@ -222,7 +222,7 @@ mtiaError_t DeviceMemory::unmap(void* va, uint64_t size) {
     ++last;
   }
   if (first == mappings_.end() || size == 0 || covered != size) {
-    return failf(mtiaErrorInvalidValue, "memUnmap: [{}, +{}) is not exactly a mapped range of device {}", va, size,
+    return reportErrorf(mtiaErrorInvalidValue, "memUnmap: [{}, +{}) is not exactly a mapped range of device {}", va, size,
                  device_);
   }
   for (auto it = first; it != last; ++it) --it->second.mem->mappings;
@@ -230,7 +230,7 @@ mtiaError_t DeviceMemory::unmap(void* va, uint64_t size) {
   mapLock.unlock();
   // Mapping anonymous PROT_NONE over the range drops the file pages and keeps the addresses reserved.
   if (mmap(va, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED) {
-    return failf(mtiaErrorDriver, "memUnmap: restoring the reservation at {} failed: {}", va, errnoText(errno));
+    return reportErrorf(mtiaErrorDriver, "memUnmap: restoring the reservation at {} failed: {}", va, errnoText(errno));
   }
   return mtiaSuccess;
 }

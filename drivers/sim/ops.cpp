@@ -73,17 +73,17 @@ constexpr mtiaDriverOps kOps = {
 // pointer gets the entries before it. Errors: mtiaErrorNotSupported (another major version),
 // mtiaErrorInvalidValue (ops NULL or structSize smaller than the version and size fields).
 extern "C" mtiaError_t mtiaSimDriverGetOps(uint32_t apiVersion, mtiaDriverOps* ops) {
-  using mtia::sim::failf;
+  using mtia::sim::reportErrorf;
   using mtia::sim::kOps;
   if (MTIA_DRIVER_API_MAJOR(apiVersion) != MTIA_DRIVER_API_VERSION_MAJOR) {
-    return failf(mtiaErrorNotSupported, "mtiaDriverGetOps: the sim driver implements API {}.{}, not {}.{}",
+    return reportErrorf(mtiaErrorNotSupported, "mtiaDriverGetOps: the sim driver implements API {}.{}, not {}.{}",
                  MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR, MTIA_DRIVER_API_MAJOR(apiVersion),
                  MTIA_DRIVER_API_MINOR(apiVersion));
   }
-  if (ops == nullptr) return failf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops must not be NULL");
+  if (ops == nullptr) return reportErrorf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops must not be NULL");
   constexpr size_t kHeader = offsetof(mtiaDriverOps, init);
   if (ops->structSize < kHeader) {
-    return failf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops->structSize {} is smaller than the table header ({})",
+    return reportErrorf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops->structSize {} is smaller than the table header ({})",
                  ops->structSize, kHeader);
   }
   const size_t room = std::min<size_t>(ops->structSize, sizeof(mtiaDriverOps));

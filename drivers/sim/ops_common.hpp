@@ -23,18 +23,18 @@ mtiaError_t guarded(const char* entry, Fn&& fn) noexcept {
   try {
     return fn();
   } catch (const std::bad_alloc&) {
-    return failf(mtiaErrorMemoryAllocation, "{}: out of host memory", entry);
+    return reportErrorf(mtiaErrorMemoryAllocation, "{}: out of host memory", entry);
   } catch (const std::exception& e) {
-    return failf(mtiaErrorUnknown, "{}: {}", entry, e.what());
+    return reportErrorf(mtiaErrorUnknown, "{}: {}", entry, e.what());
   } catch (...) {
-    return failf(mtiaErrorUnknown, "{}: unexpected exception", entry);
+    return reportErrorf(mtiaErrorUnknown, "{}: unexpected exception", entry);
   }
 }
 
 inline mtiaError_t machineFor(const char* entry, Machine*& machine) {
   machine = Machine::instance();
   if (machine == nullptr) {
-    return failf(mtiaErrorInitializationError, "{}: the driver is not initialised (call init first)", entry);
+    return reportErrorf(mtiaErrorInitializationError, "{}: the driver is not initialised (call init first)", entry);
   }
   return mtiaSuccess;
 }
@@ -44,14 +44,14 @@ inline mtiaError_t deviceFor(const char* entry, int32_t dev, Device*& device) {
   if (mtiaError_t err = machineFor(entry, machine); err != mtiaSuccess) return err;
   device = machine->device(dev);
   if (device == nullptr) {
-    return failf(mtiaErrorInvalidDevice, "{}: device {} does not exist (the machine has {} device(s))", entry, dev,
+    return reportErrorf(mtiaErrorInvalidDevice, "{}: device {} does not exist (the machine has {} device(s))", entry, dev,
                  machine->deviceCount());
   }
   return mtiaSuccess;
 }
 
 inline mtiaError_t nullArgument(const char* entry, const char* name) {
-  return failf(mtiaErrorInvalidValue, "{}: {} must not be NULL", entry, name);
+  return reportErrorf(mtiaErrorInvalidValue, "{}: {} must not be NULL", entry, name);
 }
 
 // A blocking wait on an engine thread (a host function calling back) for work of its own device could

@@ -13,7 +13,7 @@ namespace mtia::sim::ops {
 // bad MTIA_SIM_* variable).
 mtiaError_t init(uint32_t flags) {
   return guarded("init", [&] {
-    if (flags != 0) return failf(mtiaErrorInvalidValue, "init: flags must be 0, got {:#x}", flags);
+    if (flags != 0) return reportErrorf(mtiaErrorInvalidValue, "init: flags must be 0, got {:#x}", flags);
     return Machine::initialize();
   });
 }
@@ -42,7 +42,7 @@ mtiaError_t deviceGetInfo(int32_t dev, mtiaDrvDeviceInfo* info) {
     if (mtiaError_t err = deviceFor("deviceGetInfo", dev, device); err != mtiaSuccess) return err;
     if (info == nullptr) return nullArgument("deviceGetInfo", "info");
     if (info->structSize < sizeof(uint32_t)) {
-      return failf(mtiaErrorInvalidValue, "deviceGetInfo: info->structSize {} is too small", info->structSize);
+      return reportErrorf(mtiaErrorInvalidValue, "deviceGetInfo: info->structSize {} is too small", info->structSize);
     }
     mtiaDrvDeviceInfo full{};
     if (mtiaError_t err = device->describe(full); err != mtiaSuccess) return err;
@@ -87,7 +87,7 @@ mtiaError_t deviceSynchronize(int32_t dev) {
       const uint64_t target = queue->submitted();
       if (queue->completed() >= target) continue;
       if (waitWouldBlockEngine(*device)) {
-        return failf(mtiaErrorNotPermitted,
+        return reportErrorf(mtiaErrorNotPermitted,
                      "deviceSynchronize: called from a host function of device {} while its work is pending", dev);
       }
       queue->waitFor(target, true);
@@ -114,9 +114,9 @@ mtiaError_t deviceSetPeerAccess(int32_t dev, int32_t peer, int32_t enable) {
     Device* other = nullptr;
     if (mtiaError_t err = deviceFor("deviceSetPeerAccess", dev, device); err != mtiaSuccess) return err;
     if (mtiaError_t err = deviceFor("deviceSetPeerAccess", peer, other); err != mtiaSuccess) return err;
-    if (dev == peer) return failf(mtiaErrorInvalidDevice, "deviceSetPeerAccess: device {} cannot be its own peer", dev);
+    if (dev == peer) return reportErrorf(mtiaErrorInvalidDevice, "deviceSetPeerAccess: device {} cannot be its own peer", dev);
     if (enable != 0 && enable != 1) {
-      return failf(mtiaErrorInvalidValue, "deviceSetPeerAccess: enable must be 0 or 1, got {}", enable);
+      return reportErrorf(mtiaErrorInvalidValue, "deviceSetPeerAccess: enable must be 0 or 1, got {}", enable);
     }
     device->setPeerAccess(peer, enable == 1);
     return mtiaSuccess;

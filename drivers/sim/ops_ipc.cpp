@@ -38,7 +38,7 @@ mtiaError_t fromRegistry(const char* entry, const registry::Status& s) {
       code = mtiaErrorInitializationError;
       break;
   }
-  return failf(code, "{}: {}", entry, s.message);
+  return reportErrorf(code, "{}: {}", entry, s.message);
 }
 
 struct Context {
@@ -85,8 +85,8 @@ mtiaError_t openExporterFile(const registry::ExportInfo& info, int& fd) {
   }
   if (fd < 0) {
     if (openErr == ENOENT || openErr == ESRCH)
-      return failf(mtiaErrorInvalidHandle, "ipcMemOpen: the exporting process (pid {}) has exited", info.pid);
-    return failf(mtiaErrorNotSupported,
+      return reportErrorf(mtiaErrorInvalidHandle, "ipcMemOpen: the exporting process (pid {}) has exited", info.pid);
+    return reportErrorf(mtiaErrorNotSupported,
                  "ipcMemOpen: cannot reach the exporting process's device memory ({}: {}; pidfd_getfd refused too): "
                  "the processes must run as the same user with ptrace access (see docs/abi.md, IPC)",
                  path, std::strerror(openErr));
@@ -95,7 +95,7 @@ mtiaError_t openExporterFile(const registry::ExportInfo& info, int& fd) {
   if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_dev) != info.fileDev ||
       static_cast<uint64_t>(st.st_ino) != info.fileIno) {
     close(fd);
-    return failf(mtiaErrorInvalidHandle,
+    return reportErrorf(mtiaErrorInvalidHandle,
                  "ipcMemOpen: descriptor {} of the exporting process (pid {}) is no longer its device memory file",
                  info.fd, info.pid);
   }
@@ -117,13 +117,13 @@ mtiaError_t eventFor(const char* entry, Machine& machine, mtiaDrvIpcEvent event,
   auto lock = ipc.lock();
   auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
   if (it == ipc.events.end())
-    return failf(mtiaErrorInvalidHandle, "{}: {} is not a live IPC event", entry, static_cast<void*>(event));
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: {} is not a live IPC event", entry, static_cast<void*>(event));
   out = it->second.get();
   return mtiaSuccess;
 }
 
 mtiaError_t destroyed(const char* entry, const IpcEvent& e) {
-  return failf(mtiaErrorInvalidHandle,
+  return reportErrorf(mtiaErrorInvalidHandle,
                "{}: the IPC event was destroyed by its exporting process (pid {}), or that process exited", entry,
                e.exporterPid);
 }
@@ -142,7 +142,7 @@ mtiaError_t ipcMemExport(mtiaDrvMem mem, uint64_t offset, uint64_t size, mtiaDrv
       std::lock_guard lock(handles.memMu);
       auto it = handles.mems.find(reinterpret_cast<const PhysicalMemory*>(mem));
       if (it == handles.mems.end())
-        return failf(mtiaErrorInvalidHandle, "ipcMemExport: {} is not a live memory handle", static_cast<void*>(mem));
+        return reportErrorf(mtiaErrorInvalidHandle, "ipcMemExport: {} is not a live memory handle", static_cast<void*>(mem));
       if (mtiaError_t err = it->second->owner->exportRange(*it->second, offset, size, info); err != mtiaSuccess)
         return err;
     }
@@ -163,7 +163,7 @@ mtiaError_t ipcMemRevoke(const mtiaDrvIpcDescriptor* desc, uint32_t* openers) {
     if (mtiaError_t err = unpack("ipcMemRevoke", desc, IpcKind::Memory, c.machineId, d); err != mtiaSuccess)
       return err;
     if (registry::Status s = c.registry->revokeExport(refOf(d), *openers); !s)
-      return failf(mtiaErrorInvalidValue, "ipcMemRevoke: {}", s.message);
+      return reportErrorf(mtiaErrorInvalidValue, "ipcMemRevoke: {}", s.message);
     return mtiaSuccess;
   });
 }
@@ -174,7 +174,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
     Context c;
     if (mtiaError_t err = contextFor("ipcMemOpen", c); err != mtiaSuccess) return err;
     if (desc == nullptr || va == nullptr || dev == nullptr) return nullArgument("ipcMemOpen", "desc, va and dev");
-    if (flags != 0) return failf(mtiaErrorInvalidValue, "ipcMemOpen: flags 0x{:x} must be 0", flags);
+    if (flags != 0) return reportErrorf(mtiaErrorInvalidValue, "ipcMemOpen: flags 0x{:x} must be 0", flags);
     IpcDescriptor d;
     if (mtiaError_t err = unpack("ipcMemOpen", desc, IpcKind::Memory, c.machineId, d); err != mtiaSuccess) return err;
     const registry::IpcRef ref = refOf(d);
@@ -192,7 +192,7 @@ mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** 
     if (registry::Status s = c.registry->findExport(ref, info); !s) return fromRegistry("ipcMemOpen", s);
     Device* device = c.machine->device(static_cast<int32_t>(info.device));
     if (device == nullptr)
-      return failf(mtiaErrorInvalidHandle, "ipcMemOpen: the handle names device {}, which this machine lacks",
+      return reportErrorf(mtiaErrorInvalidHandle, "ipcMemOpen: the handle names device {}, which this machine lacks",
                    info.device);
     // Recorded before mapping: the exporter, once it sees the record, keeps the memory.
     uint32_t index = 0, opens = 0;
@@ -225,7 +225,7 @@ mtiaError_t ipcMemClose(void* va) {
     auto lock = ipc.lock();
     auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
     if (at == ipc.importsByAddress.end())
-      return failf(mtiaErrorInvalidValue, "ipcMemClose: {} is not an open IPC mapping", va);
+      return reportErrorf(mtiaErrorInvalidValue, "ipcMemClose: {} is not an open IPC mapping", va);
     auto it = ipc.imports.find(at->second);
     IpcImport& imp = it->second;
     imp.opens = c.registry->dropImport(imp.importIndex);
@@ -247,7 +247,7 @@ mtiaError_t ipcMemSize(void* va, uint64_t* size) {
     auto lock = ipc.lock();
     auto at = ipc.importsByAddress.find(reinterpret_cast<uintptr_t>(va));
     if (at == ipc.importsByAddress.end())
-      return failf(mtiaErrorInvalidValue, "ipcMemSize: {} is not an open IPC mapping", va);
+      return reportErrorf(mtiaErrorInvalidValue, "ipcMemSize: {} is not an open IPC mapping", va);
     *size = ipc.imports.at(at->second).size;
     return mtiaSuccess;
   });
@@ -290,7 +290,7 @@ mtiaError_t ipcEventOpen(const mtiaDrvIpcDescriptor* desc, mtiaDrvIpcEvent* even
     // The exporter's device; the machine is the same, so it exists here too.
     const uint32_t device = created->record->device.load(std::memory_order_relaxed);
     if (c.machine->device(static_cast<int32_t>(device)) == nullptr)
-      return failf(mtiaErrorInvalidHandle, "ipcEventOpen: the handle names device {}, which this machine lacks", device);
+      return reportErrorf(mtiaErrorInvalidHandle, "ipcEventOpen: the handle names device {}, which this machine lacks", device);
     created->device = static_cast<int32_t>(device);
     IpcState& ipc = c.machine->ipc();
     auto lock = ipc.lock();
@@ -312,7 +312,7 @@ mtiaError_t ipcEventClose(mtiaDrvIpcEvent event) {
       auto lock = ipc.lock();
       auto it = ipc.events.find(reinterpret_cast<const IpcEvent*>(event));
       if (it == ipc.events.end())
-        return failf(mtiaErrorInvalidHandle, "ipcEventClose: {} is not a live IPC event", static_cast<void*>(event));
+        return reportErrorf(mtiaErrorInvalidHandle, "ipcEventClose: {} is not a live IPC event", static_cast<void*>(event));
       closed = std::move(it->second);
       ipc.events.erase(it);
     }
@@ -333,7 +333,7 @@ mtiaError_t ipcEventRecord(mtiaDrvIpcEvent event, uint64_t* ticket) {
     if (mtiaError_t err = eventFor("ipcEventRecord", *machine, event, e); err != mtiaSuccess) return err;
     if (ticket == nullptr) return nullArgument("ipcEventRecord", "ticket");
     if (!e->exporter)
-      return failf(mtiaErrorNotSupported, "ipcEventRecord: only the exporting process records an IPC event");
+      return reportErrorf(mtiaErrorNotSupported, "ipcEventRecord: only the exporting process records an IPC event");
     *ticket = e->record->recorded.fetch_add(1, std::memory_order_seq_cst) + 1;
     return mtiaSuccess;
   });
@@ -347,7 +347,7 @@ mtiaError_t ipcEventComplete(mtiaDrvIpcEvent event, uint64_t ticket) {
     IpcEvent* e = nullptr;
     if (mtiaError_t err = eventFor("ipcEventComplete", *machine, event, e); err != mtiaSuccess) return err;
     if (!e->exporter)
-      return failf(mtiaErrorNotSupported, "ipcEventComplete: only the exporting process completes an IPC event");
+      return reportErrorf(mtiaErrorNotSupported, "ipcEventComplete: only the exporting process completes an IPC event");
     {
       // Only this process completes its tickets: the shared figures move under a local lock. completed
       // advances only across tickets that all completed (a later record on a faster stream does not
@@ -416,7 +416,7 @@ mtiaError_t ipcEventWait(mtiaDrvIpcEvent event, uint64_t ticket, uint64_t timeou
       if (done) return mtiaSuccess;
       const uint64_t waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
-      if (waited >= timeoutNs) return failf(mtiaErrorNotReady, "ipcEventWait: record {} has not completed", ticket);
+      if (waited >= timeoutNs) return reportErrorf(mtiaErrorNotReady, "ipcEventWait: record {} has not completed", ticket);
       futexWait(&r.wake, word, std::min(kSlice, timeoutNs - waited));
     }
   });

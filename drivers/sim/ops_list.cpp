@@ -17,9 +17,9 @@ mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t 
     Device* device = nullptr;
     if (mtiaError_t err = deviceFor("commandListCreate", dev, device); err != mtiaSuccess) return err;
     if (cmds == nullptr || list == nullptr) return nullArgument("commandListCreate", "cmds and list");
-    if (count == 0) return failf(mtiaErrorInvalidValue, "commandListCreate: count must be at least 1");
+    if (count == 0) return reportErrorf(mtiaErrorInvalidValue, "commandListCreate: count must be at least 1");
     if (count > std::numeric_limits<size_t>::max() / sizeof(Command)) {
-      return failf(mtiaErrorMemoryAllocation, "commandListCreate: {} commands do not fit in host memory", count);
+      return reportErrorf(mtiaErrorMemoryAllocation, "commandListCreate: {} commands do not fit in host memory", count);
     }
     auto created = std::make_shared<CommandList>(*device, static_cast<size_t>(count));
     Machine& machine = device->machine();
@@ -31,7 +31,7 @@ mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t 
         const CommandSite site{"commandListCreate", i};
         const int32_t type = commandType(cmds[i]);
         if (type == mtiaDrvCmdWait || type == mtiaDrvCmdList) {
-          return failf(mtiaErrorInvalidValue, "{}: a {} command cannot be part of a command list", site.describe(),
+          return reportErrorf(mtiaErrorInvalidValue, "{}: a {} command cannot be part of a command list", site.describe(),
                        type == mtiaDrvCmdWait ? "wait" : "list");
         }
         // On failure the list releases what its commands took so far.
@@ -60,7 +60,7 @@ mtiaError_t commandListDestroy(mtiaDrvCommandList list) {
     std::unique_lock lock(handles.mu);
     auto it = handles.lists.find(reinterpret_cast<const CommandList*>(list));
     if (it == handles.lists.end()) {
-      return failf(mtiaErrorInvalidHandle, "commandListDestroy: {} is not a live command list",
+      return reportErrorf(mtiaErrorInvalidHandle, "commandListDestroy: {} is not a live command list",
                    static_cast<void*>(list));
     }
     dropped = std::move(it->second);

@@ -15,12 +15,12 @@ namespace {
 // registry, included): the bounds parseConfig enforces.
 mtiaError_t configOf(const mtiaDrvMachineSpec& spec, Config& config) {
   if (spec.structSize < sizeof(mtiaDrvMachineSpec))
-    return failf(mtiaErrorInvalidValue, "machineDescribeDevice: spec->structSize {} is smaller than {}", spec.structSize,
+    return reportErrorf(mtiaErrorInvalidValue, "machineDescribeDevice: spec->structSize {} is smaller than {}", spec.structSize,
                  sizeof(mtiaDrvMachineSpec));
   const size_t nameBytes = strnlen(spec.machine, sizeof spec.machine);
   if (spec.devices < 0 || spec.devices > kMaxDevices || spec.engines < 1 || spec.engines > kMaxEngines ||
       spec.memoryBytes < kMinMemory || spec.memoryBytes > kMaxMemory || nameBytes > kMaxMachineNameBytes)
-    return failf(mtiaErrorInvalidValue,
+    return reportErrorf(mtiaErrorInvalidValue,
                  "machineDescribeDevice: no simulated machine has devices={} engines={} memory={} and a {}-byte name",
                  spec.devices, spec.engines, spec.memoryBytes, nameBytes);
   config.devices = spec.devices;
@@ -38,10 +38,10 @@ mtiaError_t machineGetSpec(mtiaDrvMachineSpec* spec) {
   return guarded("machineGetSpec", [&] {
     if (spec == nullptr) return nullArgument("machineGetSpec", "spec");
     if (spec->structSize < sizeof(mtiaDrvMachineSpec))
-      return failf(mtiaErrorInvalidValue, "machineGetSpec: spec->structSize {} is smaller than {}", spec->structSize,
+      return reportErrorf(mtiaErrorInvalidValue, "machineGetSpec: spec->structSize {} is smaller than {}", spec->structSize,
                    sizeof(mtiaDrvMachineSpec));
     const ConfigResult result = configFromEnvironment();
-    if (!result.config) return fail(mtiaErrorInvalidValue, result.error);
+    if (!result.config) return reportError(mtiaErrorInvalidValue, result.error);
     const Config& config = *result.config;
     // parseConfig bounds the name (kMaxMachineNameBytes) for the runtime and for mtia-smi alike.
     static_assert(kMaxMachineNameBytes < sizeof spec->machine);
@@ -64,11 +64,11 @@ mtiaError_t machineDescribeDevice(const mtiaDrvMachineSpec* spec, int32_t dev, m
     if (spec == nullptr) return nullArgument("machineDescribeDevice", "spec");
     if (info == nullptr) return nullArgument("machineDescribeDevice", "info");
     if (info->structSize < sizeof(uint32_t))
-      return failf(mtiaErrorInvalidValue, "machineDescribeDevice: info->structSize {} is too small", info->structSize);
+      return reportErrorf(mtiaErrorInvalidValue, "machineDescribeDevice: info->structSize {} is too small", info->structSize);
     Config config;
     if (mtiaError_t err = configOf(*spec, config); err != mtiaSuccess) return err;
     if (dev < 0 || dev >= config.devices)
-      return failf(mtiaErrorInvalidDevice, "machineDescribeDevice: device {} does not exist (the machine has {} device(s))",
+      return reportErrorf(mtiaErrorInvalidDevice, "machineDescribeDevice: device {} does not exist (the machine has {} device(s))",
                    dev, config.devices);
     mtiaDrvDeviceInfo full{};
     describeIdentity(config, dev, full);

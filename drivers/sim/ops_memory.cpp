@@ -76,12 +76,12 @@ mtiaError_t memCreate(int32_t dev, uint64_t size, mtiaDrvMem* mem) {
     if (mtiaError_t err = deviceFor("memCreate", dev, device); err != mtiaSuccess) return err;
     if (mem == nullptr) return nullArgument("memCreate", "mem");
     if (size == 0 || size % kGranularity != 0) {
-      return failf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}", size,
+      return reportErrorf(mtiaErrorInvalidValue, "memCreate: size {} is not a positive multiple of the granularity {}", size,
                    kGranularity);
     }
     Machine& machine = device->machine();
     if (machine.faults().nextAllocFails()) {
-      return failf(mtiaErrorMemoryAllocation, "memCreate: injected fault (MTIA_SIM_FAULTS) for {} bytes on device {}",
+      return reportErrorf(mtiaErrorMemoryAllocation, "memCreate: injected fault (MTIA_SIM_FAULTS) for {} bytes on device {}",
                    size, dev);
     }
     std::unique_ptr<PhysicalMemory> created;
@@ -104,7 +104,7 @@ mtiaError_t memRelease(mtiaDrvMem mem) {
     std::lock_guard lock(handles.memMu);
     auto it = handles.mems.find(reinterpret_cast<const PhysicalMemory*>(mem));
     if (it == handles.mems.end()) {
-      return failf(mtiaErrorInvalidHandle, "memRelease: {} is not a live memory handle", static_cast<void*>(mem));
+      return reportErrorf(mtiaErrorInvalidHandle, "memRelease: {} is not a live memory handle", static_cast<void*>(mem));
     }
     if (mtiaError_t err = it->second->owner->release(*it->second); err != mtiaSuccess) return err;
     handles.mems.erase(it);
@@ -123,7 +123,7 @@ mtiaError_t memMap(void* va, uint64_t size, mtiaDrvMem mem, uint64_t offset) {
     std::lock_guard lock(handles.memMu);  // keeps mem from being released meanwhile
     auto it = handles.mems.find(reinterpret_cast<const PhysicalMemory*>(mem));
     if (it == handles.mems.end()) {
-      return failf(mtiaErrorInvalidHandle, "memMap: {} is not a live memory handle", static_cast<void*>(mem));
+      return reportErrorf(mtiaErrorInvalidHandle, "memMap: {} is not a live memory handle", static_cast<void*>(mem));
     }
     if (va == nullptr) return nullArgument("memMap", "va");
     return it->second->owner->map(va, size, *it->second, offset);
@@ -136,7 +136,7 @@ mtiaError_t memUnmap(void* va, uint64_t size) {
     Machine* machine = nullptr;
     if (mtiaError_t err = machineFor("memUnmap", machine); err != mtiaSuccess) return err;
     Device* device = machine->deviceForAddress(va);
-    if (device == nullptr) return failf(mtiaErrorInvalidValue, "memUnmap: {} is not a device address", va);
+    if (device == nullptr) return reportErrorf(mtiaErrorInvalidValue, "memUnmap: {} is not a device address", va);
     return device->memory().unmap(va, size);
   });
 }

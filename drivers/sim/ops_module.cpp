@@ -45,7 +45,7 @@ mtiaError_t moduleUnload(mtiaDrvModule module) {
     std::unique_lock lock(handles.mu);
     auto it = handles.modules.find(reinterpret_cast<const Module*>(module));
     if (it == handles.modules.end()) {
-      return failf(mtiaErrorInvalidHandle, "moduleUnload: {} is not a loaded module", static_cast<void*>(module));
+      return reportErrorf(mtiaErrorInvalidHandle, "moduleUnload: {} is not a loaded module", static_cast<void*>(module));
     }
     dropped.push_back(std::move(it->second));
     handles.modules.erase(it);
@@ -70,7 +70,7 @@ mtiaError_t moduleGetKernel(mtiaDrvModule module, const char* name, mtiaDrvKerne
     if (module == nullptr) {
       const Kernel* found = findBuiltinKernel(name);
       if (found == nullptr) {
-        return failf(mtiaErrorNotFound, "moduleGetKernel: no built-in kernel '{}' (built-ins: {})", name,
+        return reportErrorf(mtiaErrorNotFound, "moduleGetKernel: no built-in kernel '{}' (built-ins: {})", name,
                      builtinNames());
       }
       *kernel = reinterpret_cast<mtiaDrvKernel>(const_cast<Kernel*>(found));
@@ -82,7 +82,7 @@ mtiaError_t moduleGetKernel(mtiaDrvModule module, const char* name, mtiaDrvKerne
       std::shared_lock lock(handles.mu);
       auto it = handles.modules.find(reinterpret_cast<const Module*>(module));
       if (it == handles.modules.end()) {
-        return failf(mtiaErrorInvalidHandle, "moduleGetKernel: {} is not a loaded module", static_cast<void*>(module));
+        return reportErrorf(mtiaErrorInvalidHandle, "moduleGetKernel: {} is not a loaded module", static_cast<void*>(module));
       }
       owner = it->second;
     }
@@ -90,7 +90,7 @@ mtiaError_t moduleGetKernel(mtiaDrvModule module, const char* name, mtiaDrvKerne
     if (mtiaError_t err = owner->getKernel(name, &found); err != mtiaSuccess) return err;
     std::unique_lock lock(handles.mu);
     if (handles.modules.find(owner.get()) == handles.modules.end()) {
-      return failf(mtiaErrorInvalidHandle, "moduleGetKernel: module {} was unloaded meanwhile",
+      return reportErrorf(mtiaErrorInvalidHandle, "moduleGetKernel: module {} was unloaded meanwhile",
                    static_cast<void*>(module));
     }
     handles.kernels.emplace(found, std::move(owner));
@@ -109,7 +109,7 @@ mtiaError_t kernelGetInfo(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* arg
     const auto* k = reinterpret_cast<const Kernel*>(kernel);
     std::shared_lock lock(machine->handles().mu);  // a module kernel stays valid while we read it
     if (!isBuiltinKernel(k) && machine->handles().kernels.count(k) == 0) {
-      return failf(mtiaErrorInvalidHandle, "kernelGetInfo: {} is not a kernel", static_cast<void*>(kernel));
+      return reportErrorf(mtiaErrorInvalidHandle, "kernelGetInfo: {} is not a kernel", static_cast<void*>(kernel));
     }
     *numArgs = k->numArgs;
     for (uint32_t i = 0; i < MTIA_DRIVER_MAX_KERNEL_ARGS; ++i) argSizes[i] = i < k->numArgs ? k->sizes[i] : 0;

@@ -45,7 +45,7 @@ mtiaError_t queueCreate(int32_t dev, int32_t priority, uint32_t flags, mtiaDrvQu
     Device* device = nullptr;
     if (mtiaError_t err = deviceFor("queueCreate", dev, device); err != mtiaSuccess) return err;
     if (queue == nullptr) return nullArgument("queueCreate", "queue");
-    if (flags != 0) return failf(mtiaErrorInvalidValue, "queueCreate: flags must be 0, got {:#x}", flags);
+    if (flags != 0) return reportErrorf(mtiaErrorInvalidValue, "queueCreate: flags must be 0, got {:#x}", flags);
     std::shared_ptr<Queue> created = device->createQueue(priority);
     Handles& handles = device->machine().handles();
     std::unique_lock lock(handles.mu);
@@ -67,7 +67,7 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue) {
     std::unique_lock lock(handles.mu);
     auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
     if (it == handles.queues.end()) {
-      return failf(mtiaErrorInvalidHandle, "queueDestroy: {} is not a live queue", static_cast<void*>(queue));
+      return reportErrorf(mtiaErrorInvalidHandle, "queueDestroy: {} is not a live queue", static_cast<void*>(queue));
     }
     dropped = std::move(it->second);
     handles.queues.erase(it);
@@ -112,7 +112,7 @@ mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t*
     std::shared_lock lock(handles.mu);  // queue stays alive for the call
     auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
     if (it == handles.queues.end()) {
-      return failf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a live queue", static_cast<void*>(queue));
+      return reportErrorf(mtiaErrorInvalidHandle, "queueSubmit: {} is not a live queue", static_cast<void*>(queue));
     }
     tSubmitCache.remember(handles, queue, it->second);
     return submitTo(*it->second, &lock);
@@ -132,7 +132,7 @@ mtiaError_t readQueue(const char* entry, mtiaDrvQueue queue, Read&& read) {
   std::shared_lock lock(handles.mu);
   auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
   if (it == handles.queues.end()) {
-    return failf(mtiaErrorInvalidHandle, "{}: {} is not a live queue", entry, static_cast<void*>(queue));
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: {} is not a live queue", entry, static_cast<void*>(queue));
   }
   tQueryCache.remember(handles, queue, it->second);
   read(*it->second);
@@ -169,7 +169,7 @@ mtiaError_t queueWait(mtiaDrvQueue queue, uint64_t seq, uint32_t flags) {
     Machine* machine = nullptr;
     if (mtiaError_t err = machineFor("queueWait", machine); err != mtiaSuccess) return err;
     if (flags != MTIA_DRV_WAIT_SPIN && flags != MTIA_DRV_WAIT_SLEEP) {
-      return failf(mtiaErrorInvalidValue, "queueWait: unknown flags {:#x}", flags);
+      return reportErrorf(mtiaErrorInvalidValue, "queueWait: unknown flags {:#x}", flags);
     }
     std::shared_ptr<Queue> q;
     {
@@ -177,17 +177,17 @@ mtiaError_t queueWait(mtiaDrvQueue queue, uint64_t seq, uint32_t flags) {
       std::shared_lock lock(handles.mu);
       auto it = handles.queues.find(reinterpret_cast<const Queue*>(queue));
       if (it == handles.queues.end()) {
-        return failf(mtiaErrorInvalidHandle, "queueWait: {} is not a live queue", static_cast<void*>(queue));
+        return reportErrorf(mtiaErrorInvalidHandle, "queueWait: {} is not a live queue", static_cast<void*>(queue));
       }
       q = it->second;
     }
     if (seq > q->submitted()) {
-      return failf(mtiaErrorInvalidValue, "queueWait: command {} was never submitted (the queue has {})", seq,
+      return reportErrorf(mtiaErrorInvalidValue, "queueWait: command {} was never submitted (the queue has {})", seq,
                    q->submitted());
     }
     if (q->completed() < seq) {
       if (waitWouldBlockEngine(q->device())) {
-        return failf(mtiaErrorNotPermitted, "queueWait: called from a host function of device {} for pending work",
+        return reportErrorf(mtiaErrorNotPermitted, "queueWait: called from a host function of device {} for pending work",
                      q->device().index());
       }
       q->waitFor(seq, flags == MTIA_DRV_WAIT_SPIN);

@@ -25,39 +25,39 @@ mtiaError_t prepareKernel(Machine& machine, const CommandSite& site, const mtiaD
     Handles& handles = machine.handles();
     auto it = handles.kernels.find(kernel);
     if (it == handles.kernels.end()) {
-      return failf(mtiaErrorInvalidHandle, "{}: {} is not a kernel of a loaded module", site.describe(),
+      return reportErrorf(mtiaErrorInvalidHandle, "{}: {} is not a kernel of a loaded module", site.describe(),
                    static_cast<const void*>(kernel));
     }
     command.holds = it->second;
     command.cmd.reserved |= kCommandHolds;
   }
   if (!validDim(k.grid) || !validDim(k.block)) {
-    return failf(mtiaErrorInvalidValue, "{}: kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must not be 0",
+    return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must not be 0",
                  site.describe(), kernel->name, k.grid.x, k.grid.y, k.grid.z, k.block.x, k.block.y, k.block.z);
   }
   if (k.grid.x > kMaxGridDim[0] || k.grid.y > kMaxGridDim[1] || k.grid.z > kMaxGridDim[2]) {
-    return failf(mtiaErrorInvalidValue, "{}: kernel '{}': grid ({}, {}, {}) exceeds ({}, {}, {})", site.describe(),
+    return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}': grid ({}, {}, {}) exceeds ({}, {}, {})", site.describe(),
                  kernel->name, k.grid.x, k.grid.y, k.grid.z, kMaxGridDim[0], kMaxGridDim[1], kMaxGridDim[2]);
   }
   const uint64_t threads = uint64_t{k.block.x} * k.block.y * k.block.z;
   if (k.block.x > kMaxBlockDim[0] || k.block.y > kMaxBlockDim[1] || k.block.z > kMaxBlockDim[2] ||
       threads > kMaxThreadsPerBlock) {
-    return failf(mtiaErrorInvalidValue, "{}: kernel '{}': block ({}, {}, {}) exceeds ({}, {}, {}) or {} threads",
+    return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}': block ({}, {}, {}) exceeds ({}, {}, {}) or {} threads",
                  site.describe(), kernel->name, k.block.x, k.block.y, k.block.z, kMaxBlockDim[0], kMaxBlockDim[1],
                  kMaxBlockDim[2], kMaxThreadsPerBlock);
   }
   if (k.sharedMem > kSharedMemPerBlock) {
-    return failf(mtiaErrorInvalidValue, "{}: kernel '{}': sharedMem {} exceeds {} bytes", site.describe(),
+    return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}': sharedMem {} exceeds {} bytes", site.describe(),
                  kernel->name, k.sharedMem, kSharedMemPerBlock);
   }
   if (kernel->numArgs > 0) {
     if (k.args == nullptr) {
-      return failf(mtiaErrorInvalidValue, "{}: kernel '{}' takes {} arguments but args is NULL", site.describe(),
+      return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}' takes {} arguments but args is NULL", site.describe(),
                    kernel->name, kernel->numArgs);
     }
     for (uint32_t i = 0; i < kernel->numArgs; ++i) {
       if (k.args[i] == nullptr) {
-        return failf(mtiaErrorInvalidValue, "{}: kernel '{}': args[{}] is NULL", site.describe(), kernel->name, i);
+        return reportErrorf(mtiaErrorInvalidValue, "{}: kernel '{}': args[{}] is NULL", site.describe(), kernel->name, i);
       }
     }
     command.args.assign(*kernel, k.args);
@@ -71,12 +71,12 @@ mtiaError_t prepareList(Machine& machine, Device& device, const CommandSite& sit
   Handles& handles = machine.handles();
   auto it = handles.lists.find(reinterpret_cast<const CommandList*>(cmd.u.list.list));
   if (it == handles.lists.end()) {
-    return failf(mtiaErrorInvalidHandle, "{}: {} is not a live command list", site.describe(),
+    return reportErrorf(mtiaErrorInvalidHandle, "{}: {} is not a live command list", site.describe(),
                  static_cast<void*>(cmd.u.list.list));
   }
   const Device& owner = it->second->device();
   if (&owner != &device) {
-    return failf(mtiaErrorInvalidValue, "{}: command list {} was made for device {}, not for this queue's device {}",
+    return reportErrorf(mtiaErrorInvalidValue, "{}: command list {} was made for device {}, not for this queue's device {}",
                  site.describe(), static_cast<void*>(cmd.u.list.list), owner.index(), device.index());
   }
   command.holds = it->second;
@@ -114,38 +114,38 @@ mtiaError_t prepareCommand(Machine& machine, Device& device, const CommandSite& 
       const auto& c = cmd.u.copy;
       if (c.size == 0) return mtiaSuccess;
       if (c.dst == nullptr || c.src == nullptr || rangeWraps(c.dst, c.size) || rangeWraps(c.src, c.size)) {
-        return failf(mtiaErrorInvalidValue, "{}: copy of {} bytes from {} to {} is not valid", site.describe(), c.size,
+        return reportErrorf(mtiaErrorInvalidValue, "{}: copy of {} bytes from {} to {} is not valid", site.describe(), c.size,
                      c.src, c.dst);
       }
       const auto d = reinterpret_cast<uintptr_t>(c.dst);
       const auto s = reinterpret_cast<uintptr_t>(c.src);
       if (d < s + c.size && s < d + c.size) {
-        return failf(mtiaErrorInvalidValue, "{}: copy ranges overlap (src {}, dst {}, {} bytes)", site.describe(),
+        return reportErrorf(mtiaErrorInvalidValue, "{}: copy ranges overlap (src {}, dst {}, {} bytes)", site.describe(),
                      c.src, c.dst, c.size);
       }
       return mtiaSuccess;
     }
     case mtiaDrvCmdFill:
       if (cmd.u.fill.size != 0 && (cmd.u.fill.dst == nullptr || rangeWraps(cmd.u.fill.dst, cmd.u.fill.size))) {
-        return failf(mtiaErrorInvalidValue, "{}: fill of {} bytes at {} is not valid", site.describe(),
+        return reportErrorf(mtiaErrorInvalidValue, "{}: fill of {} bytes at {} is not valid", site.describe(),
                      cmd.u.fill.size, cmd.u.fill.dst);
       }
       return mtiaSuccess;
     case mtiaDrvCmdHostFunc:
       if (cmd.u.hostFunc.fn == nullptr) {
-        return failf(mtiaErrorInvalidValue, "{}: hostFunc.fn must not be NULL", site.describe());
+        return reportErrorf(mtiaErrorInvalidValue, "{}: hostFunc.fn must not be NULL", site.describe());
       }
       return mtiaSuccess;
     case mtiaDrvCmdWait: {
       auto it = machine.handles().queues.find(reinterpret_cast<const Queue*>(cmd.u.wait.queue));
       if (it == machine.handles().queues.end()) {
-        return failf(mtiaErrorInvalidHandle, "{}: wait target {} is not a live queue", site.describe(),
+        return reportErrorf(mtiaErrorInvalidHandle, "{}: wait target {} is not a live queue", site.describe(),
                      static_cast<void*>(cmd.u.wait.queue));
       }
       // Only commands already submitted can be waited for, which also rules out cycles of waits.
       const uint64_t submitted = it->second->submitted();
       if (cmd.u.wait.value > submitted) {
-        return failf(mtiaErrorInvalidValue, "{}: wait for command {} of a queue that has only {} submitted",
+        return reportErrorf(mtiaErrorInvalidValue, "{}: wait for command {} of a queue that has only {} submitted",
                      site.describe(), cmd.u.wait.value, submitted);
       }
       command.holds = it->second;
@@ -154,11 +154,11 @@ mtiaError_t prepareCommand(Machine& machine, Device& device, const CommandSite& 
     }
     case mtiaDrvCmdTimestamp:
       if (cmd.u.timestamp.out == nullptr) {
-        return failf(mtiaErrorInvalidValue, "{}: timestamp.out must not be NULL", site.describe());
+        return reportErrorf(mtiaErrorInvalidValue, "{}: timestamp.out must not be NULL", site.describe());
       }
       return mtiaSuccess;
     case mtiaDrvCmdList: return prepareList(machine, device, site, cmd, command);
-    default: return failf(mtiaErrorInvalidValue, "{}: unknown command type {}", site.describe(), type);
+    default: return reportErrorf(mtiaErrorInvalidValue, "{}: unknown command type {}", site.describe(), type);
   }
 }
 

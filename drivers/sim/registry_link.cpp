@@ -37,7 +37,7 @@ mtiaError_t RegistryLink::open(registry::Registry*& out) {
   std::lock_guard lock(mu_);
   if (!registry_) {
     const registry::Status status = registry::Registry::open(spec_, {}, registry_);
-    if (!status) return fail(translate(status), "device registry: " + status.message);
+    if (!status) return reportError(translate(status), "device registry: " + status.message);
     // Another user took the registry directory's usual name: it works, but the user should know why
     // the registry lies elsewhere and how to get the usual place back.
     if (!registry_->notice().empty()) std::fprintf(stderr, "mtia: warning: device registry: %s\n", registry_->notice().c_str());
@@ -53,12 +53,12 @@ mtiaError_t RegistryLink::reserve(int32_t device, uint64_t bytes) {
   uint64_t held = 0;
   const registry::Status status = registry->reserve(static_cast<uint32_t>(device), bytes, &held);
   if (status.code == registry::Code::OutOfCapacity) {
-    return failf(mtiaErrorMemoryAllocation,
+    return reportErrorf(mtiaErrorMemoryAllocation,
                  "out of memory on device {}: requested {} bytes, {} bytes used of {} total (by every process of "
                  "the machine)",
                  device, bytes, held, registry->capacity(static_cast<uint32_t>(device)));
   }
-  if (!status) return fail(translate(status), "device registry: " + status.message);
+  if (!status) return reportError(translate(status), "device registry: " + status.message);
   return mtiaSuccess;
 }
 
