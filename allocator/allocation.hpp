@@ -7,10 +7,10 @@
 namespace mtia::allocator {
 
 struct Allocation {
-  void* base = nullptr;
-  size_t size = 0;      // bytes the caller asked for
-  size_t reserved = 0;  // bytes of the block behind it (size rounded up)
-  int device = -1;
+    void* base = nullptr;
+    size_t size = 0;      // bytes the caller asked for
+    size_t reserved = 0;  // bytes of the block behind it (size rounded up)
+    int device = -1;
 };
 
 }  // namespace mtia::allocator

@@ -16,45 +16,49 @@
 namespace mtia::allocator {
 
 class AllocatorContext {
- public:
-  using OomObserver = void (*)(int dev, size_t requested, size_t total, size_t free, void* user);
-  using FreeMemoryCallback = int (*)(int dev, size_t requested, void* user);
+public:
+    using OomObserver = void (*)(int dev, size_t requested, size_t total, size_t free, void* user);
+    using FreeMemoryCallback = int (*)(int dev, size_t requested, void* user);
 
-  explicit AllocatorContext(const AllocConfig& initial) : config_(initial) {}
+    explicit AllocatorContext(const AllocConfig& initial) : config_(initial) {}
 
-  // Thread-safe.
-  AllocConfig config() const;
-  void setConfig(const AllocConfig& config);
+    // Thread-safe.
+    AllocConfig config() const;
+    void setConfig(const AllocConfig& config);
 
-  // Observers and callbacks stay for the life of the process. Thread-safe.
-  void addOomObserver(OomObserver cb, void* user);
-  void addFreeMemoryCallback(FreeMemoryCallback cb, void* user);
-  bool hasFreeMemoryCallbacks() const noexcept { return callbackCount_.load(std::memory_order_acquire) != 0; }
-  // Calls every observer; the caller holds no allocator lock.
-  void notifyOom(int dev, size_t requested, size_t total, size_t free) const;
-  // Calls every callback; true when one of them says it freed something.
-  bool runFreeMemoryCallbacks(int dev, size_t requested) const;
+    // Observers and callbacks stay for the life of the process. Thread-safe.
+    void addOomObserver(OomObserver cb, void* user);
+    void addFreeMemoryCallback(FreeMemoryCallback cb, void* user);
+    bool hasFreeMemoryCallbacks() const noexcept {
+        return callbackCount_.load(std::memory_order_acquire) != 0;
+    }
+    // Calls every observer; the caller holds no allocator lock.
+    void notifyOom(int dev, size_t requested, size_t total, size_t free) const;
+    // Calls every callback; true when one of them says it freed something.
+    bool runFreeMemoryCallbacks(int dev, size_t requested) const;
 
-  // Memory-history recording: settings, contexts, annotations (history_recorder.hpp).
-  HistoryRecorder& history() noexcept { return history_; }
+    // Memory-history recording: settings, contexts, annotations (history_recorder.hpp).
+    HistoryRecorder& history() noexcept { return history_; }
 
-  // A fresh {0, n} pool id (n from 1, never repeated). Thread-safe.
-  PoolId newPoolId() noexcept { return PoolId{0, nextPool_.fetch_add(1, std::memory_order_relaxed)}; }
+    // A fresh {0, n} pool id (n from 1, never repeated). Thread-safe.
+    PoolId newPoolId() noexcept {
+        return PoolId{0, nextPool_.fetch_add(1, std::memory_order_relaxed)};
+    }
 
- private:
-  template <class Fn>
-  struct Entry {
-    Fn fn;
-    void* user;
-  };
+private:
+    template <class Fn>
+    struct Entry {
+        Fn fn;
+        void* user;
+    };
 
-  mutable std::mutex mu_;
-  AllocConfig config_;
-  std::vector<Entry<OomObserver>> observers_;
-  std::vector<Entry<FreeMemoryCallback>> callbacks_;
-  std::atomic<size_t> callbackCount_{0};
-  std::atomic<uint64_t> nextPool_{1};
-  HistoryRecorder history_;
+    mutable std::mutex mu_;
+    AllocConfig config_;
+    std::vector<Entry<OomObserver>> observers_;
+    std::vector<Entry<FreeMemoryCallback>> callbacks_;
+    std::atomic<size_t> callbackCount_{0};
+    std::atomic<uint64_t> nextPool_{1};
+    HistoryRecorder history_;
 };
 
 }  // namespace mtia::allocator

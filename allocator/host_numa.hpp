@@ -24,20 +24,21 @@ namespace mtia::allocator {
 bool hostNumaUsable() noexcept;
 
 // node when it is a memory node of this host that this process may place memory on, else -1 (also
-// for -1, "no preference", and whenever hostNumaUsable() is false). Thread-safe, non-blocking, never
-// throws, never prints.
+// for -1, "no preference", and whenever hostNumaUsable() is false). Thread-safe, non-blocking,
+// never throws, never prints.
 int usableHostNode(int node) noexcept;
 
-// Makes the not yet touched pages of [addr, addr + size) prefer node when they are faulted in: pages go
-// there while it has free memory, elsewhere after that (MPOL_PREFERRED: a bound policy would have the
-// kernel kill the process instead of falling back when the node runs out). addr is page-aligned.
-// node must come from usableHostNode. Returns false, changing nothing, when the kernel refuses.
-// Thread-safe, non-blocking, never throws, never prints.
+// Makes the not yet touched pages of [addr, addr + size) prefer node when they are faulted in:
+// pages go there while it has free memory, elsewhere after that (MPOL_PREFERRED: a bound policy
+// would have the kernel kill the process instead of falling back when the node runs out). addr is
+// page-aligned. node must come from usableHostNode. Returns false, changing nothing, when the
+// kernel refuses. Thread-safe, non-blocking, never throws, never prints.
 bool preferHostNode(void* addr, size_t size, int node) noexcept;
 
-// The NUMA node holding the page at addr, or -1 (NUMA not usable, or the kernel refuses). A page not
-// present yet is faulted in by the query (the kernel reads it), so ask only about memory the caller
-// owns. Used by tests and diagnostics. Thread-safe, non-blocking, never throws, never prints.
+// The NUMA node holding the page at addr, or -1 (NUMA not usable, or the kernel refuses). A page
+// not present yet is faulted in by the query (the kernel reads it), so ask only about memory the
+// caller owns. Used by tests and diagnostics. Thread-safe, non-blocking, never throws, never
+// prints.
 int hostNodeOfPage(const void* addr) noexcept;
 
 }  // namespace mtia::allocator

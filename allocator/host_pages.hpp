@@ -10,8 +10,8 @@ namespace mtia::allocator {
 // The OS page size. Thread-safe, non-blocking, never throws.
 size_t hostPageSize() noexcept;
 
-// Maps size bytes (a multiple of the page size) of zeroed read-write memory with no page present yet,
-// or returns nullptr (errno says why). Thread-safe; may block in the OS; never throws.
+// Maps size bytes (a multiple of the page size) of zeroed read-write memory with no page present
+// yet, or returns nullptr (errno says why). Thread-safe; may block in the OS; never throws.
 void* mapHostPages(size_t size) noexcept;
 
 // Returns a mapping from mapHostPages (and any lock on it) to the OS. Thread-safe; never throws.
@@ -21,13 +21,13 @@ void unmapHostPages(void* addr, size_t size) noexcept;
 // memory pays no page faults. Thread-safe; blocks while the OS provides the pages; never throws.
 void touchHostPages(void* addr, size_t size) noexcept;
 
-// Locks the range in memory (which faults its pages in). false when the kernel refuses (RLIMIT_MEMLOCK
-// reached, no privilege): the range stays mapped, unlocked. Thread-safe; blocks while the OS provides
-// the pages; never throws.
+// Locks the range in memory (which faults its pages in). false when the kernel refuses
+// (RLIMIT_MEMLOCK reached, no privilege): the range stays mapped, unlocked. Thread-safe; blocks
+// while the OS provides the pages; never throws.
 bool lockHostPages(void* addr, size_t size) noexcept;
 
-// The soft RLIMIT_MEMLOCK limit in bytes, read now (a process may change it); SIZE_MAX when unlimited.
-// Thread-safe, non-blocking, never throws.
+// The soft RLIMIT_MEMLOCK limit in bytes, read now (a process may change it); SIZE_MAX when
+// unlimited. Thread-safe, non-blocking, never throws.
 size_t hostLockLimit() noexcept;
 
 }  // namespace mtia::allocator

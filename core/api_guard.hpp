@@ -16,12 +16,12 @@
 namespace mtia {
 
 namespace detail {
-// One thread-local block, so the check every ABI call makes costs one TLS lookup. Whether a thread is
-// one of the driver's own never changes during its life, so the driver is asked once per thread (once
-// the probe is known).
+// One thread-local block, so the check every ABI call makes costs one TLS lookup. Whether a thread
+// is one of the driver's own never changes during its life, so the driver is asked once per thread
+// (once the probe is known).
 struct ThreadState {
-  bool inCallback = false;
-  int8_t driverThread = -1;  // -1: not asked yet
+    bool inCallback = false;
+    int8_t driverThread = -1;  // -1: not asked yet
 };
 inline thread_local ThreadState tlsState;
 bool askDriverThread(ThreadState& t) noexcept;
@@ -30,11 +30,11 @@ bool askDriverThread(ThreadState& t) noexcept;
 // True while this thread runs device work (a host function or kernel) for a
 // driver; the runtime must not be re-entered from there. Inline: every ABI call asks.
 inline bool inDeviceCallback() noexcept {
-  detail::ThreadState& t = detail::tlsState;
-  if (t.inCallback) return true;
-  if (t.driverThread >= 0) [[likely]]
-    return t.driverThread != 0;
-  return detail::askDriverThread(t);
+    detail::ThreadState& t = detail::tlsState;
+    if (t.inCallback) return true;
+    if (t.driverThread >= 0) [[likely]]
+        return t.driverThread != 0;
+    return detail::askDriverThread(t);
 }
 
 // Installs a check for "this thread is a driver's execution thread", so calls
@@ -43,14 +43,14 @@ void setDeviceThreadProbe(int32_t (*probe)()) noexcept;
 
 // Marks the current thread as running device work for its lifetime.
 class DeviceCallbackScope {
- public:
-  DeviceCallbackScope() noexcept;
-  ~DeviceCallbackScope();
-  DeviceCallbackScope(const DeviceCallbackScope&) = delete;
-  DeviceCallbackScope& operator=(const DeviceCallbackScope&) = delete;
+public:
+    DeviceCallbackScope() noexcept;
+    ~DeviceCallbackScope();
+    DeviceCallbackScope(const DeviceCallbackScope&) = delete;
+    DeviceCallbackScope& operator=(const DeviceCallbackScope&) = delete;
 
- private:
-  bool previous_;
+private:
+    bool previous_;
 };
 
 // Records "<call>: <detail>" as this thread's last error message.
@@ -60,31 +60,32 @@ void recordFailure(const char* call, mtiaError_t code, const char* detail) noexc
 // mtiaErrorNotReady is a status, not a failure: it leaves the message alone.
 template <typename Body>
 mtiaError_t apiCall(const char* call, Body&& body) noexcept {
-  if (inDeviceCallback()) {
-    recordFailure(call, mtiaErrorNotPermitted,
-                  "called from a host function or kernel running on a device; the runtime may not be re-entered there");
-    return mtiaErrorNotPermitted;
-  }
-  try {
-    if constexpr (std::is_same_v<decltype(body()), mtiaError_t>) {
-      return body();
-    } else {
-      body();
-      return mtiaSuccess;
+    if (inDeviceCallback()) {
+        recordFailure(call, mtiaErrorNotPermitted,
+                      "called from a host function or kernel running on a device; the runtime may "
+                      "not be re-entered there");
+        return mtiaErrorNotPermitted;
     }
-  } catch (const Error& e) {
-    if (e.code() != mtiaErrorNotReady) recordFailure(call, e.code(), e.what());
-    return e.code();
-  } catch (const std::bad_alloc&) {
-    recordFailure(call, mtiaErrorMemoryAllocation, "host memory exhausted");
-    return mtiaErrorMemoryAllocation;
-  } catch (const std::exception& e) {
-    recordFailure(call, mtiaErrorUnknown, e.what());
-    return mtiaErrorUnknown;
-  } catch (...) {
-    recordFailure(call, mtiaErrorUnknown, "unknown exception");
-    return mtiaErrorUnknown;
-  }
+    try {
+        if constexpr (std::is_same_v<decltype(body()), mtiaError_t>) {
+            return body();
+        } else {
+            body();
+            return mtiaSuccess;
+        }
+    } catch (const Error& e) {
+        if (e.code() != mtiaErrorNotReady) recordFailure(call, e.code(), e.what());
+        return e.code();
+    } catch (const std::bad_alloc&) {
+        recordFailure(call, mtiaErrorMemoryAllocation, "host memory exhausted");
+        return mtiaErrorMemoryAllocation;
+    } catch (const std::exception& e) {
+        recordFailure(call, mtiaErrorUnknown, e.what());
+        return mtiaErrorUnknown;
+    } catch (...) {
+        recordFailure(call, mtiaErrorUnknown, "unknown exception");
+        return mtiaErrorUnknown;
+    }
 }
 
 }  // namespace mtia

@@ -17,6 +17,7 @@ EnvLookup processEnv();
 
 int64_t parseInt(std::string_view key, std::string_view value, int64_t min, int64_t max);
 // Returns the index of value in choices (exact match).
-int parseChoice(std::string_view key, std::string_view value, std::initializer_list<std::string_view> choices);
+int parseChoice(std::string_view key, std::string_view value,
+                std::initializer_list<std::string_view> choices);
 
 }  // namespace mtia

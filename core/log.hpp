@@ -16,11 +16,10 @@ void logWrite(LogLevel level, std::string_view message) noexcept;
 
 template <typename... Args>
 void log(LogLevel level, fmt::format_string<Args...> format, Args&&... args) noexcept {
-  if (!logEnabled(level)) return;
-  try {
-    logWrite(level, fmt::format(format, std::forward<Args>(args)...));
-  } catch (...) {
-  }
+    if (!logEnabled(level)) return;
+    try {
+        logWrite(level, fmt::format(format, std::forward<Args>(args)...));
+    } catch (...) {}
 }
 
 }  // namespace mtia

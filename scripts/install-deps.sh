@@ -19,8 +19,9 @@ MTIA_PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev libjemalloc2
   libmimalloc2.0
   # the checks: python3 runs tools/check_layering.py, binutils gives nm
-  # to tools/check_exports.sh
-  python3 binutils
+  # to tools/check_exports.sh, clang-format-14 formats and checks the code
+  # (tools/check_format.sh; another version formats differently)
+  python3 binutils clang-format-14
   # tests/fuzz: the snapshot readers' libFuzzer targets are built with clang
   # (libFuzzer ships in clang's runtime package)
   clang libclang-rt-14-dev

@@ -25,39 +25,42 @@
 namespace mtia::streams {
 
 class IpcEventShare : public std::enable_shared_from_this<IpcEventShare> {
- public:
-  IpcEventShare(const driver::Driver& driver, mtiaDrvIpcEvent event, bool exporter, const mtiaDrvIpcDescriptor& desc);
-  // close().
-  ~IpcEventShare();
-  IpcEventShare(const IpcEventShare&) = delete;
-  IpcEventShare& operator=(const IpcEventShare&) = delete;
+public:
+    IpcEventShare(const driver::Driver& driver, mtiaDrvIpcEvent event, bool exporter,
+                  const mtiaDrvIpcDescriptor& desc);
+    // close().
+    ~IpcEventShare();
+    IpcEventShare(const IpcEventShare&) = delete;
+    IpcEventShare& operator=(const IpcEventShare&) = delete;
 
-  bool exporter() const noexcept { return exporter_; }
-  // Closes the driver's event, once: for an exporter (its event destroyed) importers' waits fail from now
-  // on, and records still queued complete nothing. Thread-safe, non-blocking.
-  void close() noexcept;
-  // Reports ticket complete unless closed (the host function of a record). Thread-safe.
-  void complete(uint64_t ticket) const noexcept;
-  const mtiaDrvIpcDescriptor& descriptor() const noexcept { return desc_; }
+    bool exporter() const noexcept { return exporter_; }
+    // Closes the driver's event, once: for an exporter (its event destroyed) importers' waits fail
+    // from now on, and records still queued complete nothing. Thread-safe, non-blocking.
+    void close() noexcept;
+    // Reports ticket complete unless closed (the host function of a record). Thread-safe.
+    void complete(uint64_t ticket) const noexcept;
+    const mtiaDrvIpcDescriptor& descriptor() const noexcept { return desc_; }
 
-  // Exporter: publishes a record made on stream (after the work queued there). Non-blocking. Throws the
-  // driver's errors.
-  void publish(Stream& stream);
-  // Importer: whether the exporter's latest record completed. Non-blocking. Throws InvalidHandle (the
-  // exporter destroyed the event or exited).
-  bool query() const;
-  // Importer: blocks until the exporter's latest record (as of the call) completed. Throws InvalidHandle.
-  void synchronize() const;
-  // Importer: later work of stream waits for the exporter's latest record (as of the call). Non-blocking.
-  void enqueueWait(Stream& stream) const;
+    // Exporter: publishes a record made on stream (after the work queued there). Non-blocking.
+    // Throws the driver's errors.
+    void publish(Stream& stream);
+    // Importer: whether the exporter's latest record completed. Non-blocking. Throws InvalidHandle
+    // (the exporter destroyed the event or exited).
+    bool query() const;
+    // Importer: blocks until the exporter's latest record (as of the call) completed. Throws
+    // InvalidHandle.
+    void synchronize() const;
+    // Importer: later work of stream waits for the exporter's latest record (as of the call).
+    // Non-blocking.
+    void enqueueWait(Stream& stream) const;
 
- private:
-  const driver::Driver& driver_;
-  const mtiaDrvIpcEvent event_;
-  const bool exporter_;
-  const mtiaDrvIpcDescriptor desc_;
-  mutable std::mutex mu_;  // close() against complete()
-  bool closed_ = false;
+private:
+    const driver::Driver& driver_;
+    const mtiaDrvIpcEvent event_;
+    const bool exporter_;
+    const mtiaDrvIpcDescriptor desc_;
+    mutable std::mutex mu_;  // close() against complete()
+    bool closed_ = false;
 };
 
 }  // namespace mtia::streams

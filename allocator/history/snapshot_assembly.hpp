@@ -18,11 +18,12 @@ namespace mtia::allocator {
 // deviceCount: how many device_traces lists to write (one per device of the process, empty or not).
 // Drops every context reference the device copies hold (also when it throws). Thread-safe (the
 // recorder and symbolizer are); throws std::bad_alloc.
-mem::Snapshot assembleSnapshot(std::vector<DeviceSnapshot>& devices, int deviceCount, const AllocConfig& config,
-                               HistoryRecorder& history);
+mem::Snapshot assembleSnapshot(std::vector<DeviceSnapshot>& devices, int deviceCount,
+                               const AllocConfig& config, HistoryRecorder& history);
 
 // Drops the context references the copies hold (what assembleSnapshot does when done). Thread-safe.
-void releaseSnapshotContexts(std::vector<DeviceSnapshot>& devices, HistoryRecorder& history) noexcept;
+void releaseSnapshotContexts(std::vector<DeviceSnapshot>& devices,
+                             HistoryRecorder& history) noexcept;
 
 // allocator_settings: PyTorch's keys for what we share with it (reference notes 4.2), from config.
 mem::Value allocatorSettings(const AllocConfig& config);

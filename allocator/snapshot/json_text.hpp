@@ -12,22 +12,22 @@ namespace mtia::mem {
 // fmt::memory_buffer).
 template <class Out>
 void appendJsonString(Out& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      for (char e : {'\\', 'u', '0', '0'}) out.push_back(e);
-      out.push_back(kHex[u >> 4]);
-      out.push_back(kHex[u & 0xf]);
-    } else {
-      out.push_back(c);
+    static constexpr char kHex[] = "0123456789abcdef";
+    out.push_back('"');
+    for (char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(c);
+        } else if (u < 0x20) {
+            for (char e : {'\\', 'u', '0', '0'}) out.push_back(e);
+            out.push_back(kHex[u >> 4]);
+            out.push_back(kHex[u & 0xf]);
+        } else {
+            out.push_back(c);
+        }
     }
-  }
-  out.push_back('"');
+    out.push_back('"');
 }
 
 }  // namespace mtia::mem

@@ -8,8 +8,8 @@
 
 #include <functional>
 #include <ostream>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 namespace mtia::mem {
 

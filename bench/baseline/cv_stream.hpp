@@ -27,64 +27,65 @@
 namespace mtia::bench::baseline {
 
 class CvStream {
- public:
-  CvStream();
-  // Runs what is still queued, then stops and joins the worker.
-  ~CvStream();
-  CvStream(const CvStream&) = delete;
-  CvStream& operator=(const CvStream&) = delete;
+public:
+    CvStream();
+    // Runs what is still queued, then stops and joins the worker.
+    ~CvStream();
+    CvStream(const CvStream&) = delete;
+    CvStream& operator=(const CvStream&) = delete;
 
-  // Queues task; it runs on the worker after every task queued before it.
-  void enqueue(std::function<void()> task);
-  // Whether every task queued so far has finished.
-  bool query();
-  // Blocks until every task queued so far has finished.
-  void synchronize();
+    // Queues task; it runs on the worker after every task queued before it.
+    void enqueue(std::function<void()> task);
+    // Whether every task queued so far has finished.
+    bool query();
+    // Blocks until every task queued so far has finished.
+    void synchronize();
 
- private:
-  void workerMain();
+private:
+    void workerMain();
 
-  std::mutex mu_;
-  std::condition_variable workCv_;  // the worker waits here for tasks (or stop_)
-  std::condition_variable idleCv_;  // synchronize() waits here for an empty queue and an idle worker
-  std::deque<std::function<void()>> tasks_;
-  bool running_ = false;  // the worker is running a task
-  bool stop_ = false;
-  std::thread worker_;  // last: starts once the members above exist
+    std::mutex mu_;
+    std::condition_variable workCv_;  // the worker waits here for tasks (or stop_)
+    std::condition_variable
+        idleCv_;  // synchronize() waits here for an empty queue and an idle worker
+    std::deque<std::function<void()>> tasks_;
+    bool running_ = false;  // the worker is running a task
+    bool stop_ = false;
+    std::thread worker_;  // last: starts once the members above exist
 };
 
 // An event: records are numbered; a record completes when the task it queued ran.
 // Records of one event are assumed to complete in the order they were made (true
 // when the event is recorded on one stream at a time, as in the benchmarks).
 class CvEvent {
- public:
-  explicit CvEvent(bool timing = true);
+public:
+    explicit CvEvent(bool timing = true);
 
-  // Queues the completion of a new record on stream.
-  void record(CvStream& stream);
-  // Whether the latest record completed (true when never recorded).
-  bool query() const;
-  // Blocks until the latest record as of the call completed.
-  void synchronize() const;
-  // Completion time of the latest completed record (steady clock, ns); 0 when
-  // untimed or not yet completed.
-  int64_t timestampNs() const;
+    // Queues the completion of a new record on stream.
+    void record(CvStream& stream);
+    // Whether the latest record completed (true when never recorded).
+    bool query() const;
+    // Blocks until the latest record as of the call completed.
+    void synchronize() const;
+    // Completion time of the latest completed record (steady clock, ns); 0 when
+    // untimed or not yet completed.
+    int64_t timestampNs() const;
 
-  // Makes stream's later tasks wait for the latest record as of this call.
-  void streamWait(CvStream& stream) const;
+    // Makes stream's later tasks wait for the latest record as of this call.
+    void streamWait(CvStream& stream) const;
 
- private:
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    uint64_t recorded = 0;   // records made
-    uint64_t completed = 0;  // records completed
-    int64_t timestampNs = 0;
-  };
-  static void waitFor(State& state, uint64_t record);
+private:
+    struct State {
+        std::mutex mu;
+        std::condition_variable cv;
+        uint64_t recorded = 0;   // records made
+        uint64_t completed = 0;  // records completed
+        int64_t timestampNs = 0;
+    };
+    static void waitFor(State& state, uint64_t record);
 
-  bool timing_;
-  std::shared_ptr<State> state_;  // shared with the tasks still queued
+    bool timing_;
+    std::shared_ptr<State> state_;  // shared with the tasks still queued
 };
 
 // Queues fn(userData) on stream, as a host function.

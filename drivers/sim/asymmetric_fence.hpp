@@ -18,24 +18,25 @@ bool asymmetricFencesAvailable() noexcept;
 // A full fence whatever the build (TSan does not support std::atomic_thread_fence).
 inline void fullFence() noexcept {
 #if defined(__x86_64__)
-  asm volatile("lock orl $0, (%%rsp)" ::: "memory", "cc");
+    asm volatile("lock orl $0, (%%rsp)" ::: "memory", "cc");
 #else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 
 // The frequent side's fence, between its store and its load.
 inline void lightFence() noexcept {
-  if (asymmetricFencesAvailable()) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    fullFence();
-  }
+    if (asymmetricFencesAvailable()) {
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+        fullFence();
+    }
 }
 
-// The rare side's fence, between its store and its load: orders against every thread of the process.
-// False when membarrier failed after it had been set up (the kernel ran out of memory for the call):
-// the frequent side fenced only the compiler, so the handshake must not rely on this round.
+// The rare side's fence, between its store and its load: orders against every thread of the
+// process. False when membarrier failed after it had been set up (the kernel ran out of memory for
+// the call): the frequent side fenced only the compiler, so the handshake must not rely on this
+// round.
 [[nodiscard]] bool heavyFence() noexcept;
 
 }  // namespace mtia::sim

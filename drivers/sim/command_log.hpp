@@ -21,50 +21,53 @@
 namespace mtia::sim {
 
 class CommandLog {
- public:
-  CommandLog();
-  // Releases what commands never retired still hold.
-  ~CommandLog();
-  CommandLog(const CommandLog&) = delete;
-  CommandLog& operator=(const CommandLog&) = delete;
+public:
+    CommandLog();
+    // Releases what commands never retired still hold.
+    ~CommandLog();
+    CommandLog(const CommandLog&) = delete;
+    CommandLog& operator=(const CommandLog&) = delete;
 
-  // Submitter side, serialised by the caller: takes command over (Command::takeFrom) as number
-  // published() + 1, sets its seq and makes it visible to the engine. Returns that number. Throws
-  // std::bad_alloc (command untouched, nothing stored).
-  uint64_t append(Command& command);
-  // Commands appended so far. Any thread.
-  uint64_t published() const { return published_.load(std::memory_order_acquire); }
+    // Submitter side, serialised by the caller: takes command over (Command::takeFrom) as number
+    // published() + 1, sets its seq and makes it visible to the engine. Returns that number. Throws
+    // std::bad_alloc (command untouched, nothing stored).
+    uint64_t append(Command& command);
+    // Commands appended so far. Any thread.
+    uint64_t published() const { return published_.load(std::memory_order_acquire); }
 
-  // Engine side (the queue's owner): the oldest command not yet retired, or nullptr when there is none.
-  Command* front();
-  // Engine side: whether a command beyond those retired is published. Looks at the next slot only.
-  bool hasWork() const;
-  // Engine side: drops the front command's references and moves past it.
-  void retire();
-  // Engine side: commands retired so far.
-  uint64_t retired() const { return retired_; }
+    // Engine side (the queue's owner): the oldest command not yet retired, or nullptr when there is
+    // none.
+    Command* front();
+    // Engine side: whether a command beyond those retired is published. Looks at the next slot
+    // only.
+    bool hasWork() const;
+    // Engine side: drops the front command's references and moves past it.
+    void retire();
+    // Engine side: commands retired so far.
+    uint64_t retired() const { return retired_; }
 
-  static constexpr size_t kSegment = 128;
-  static constexpr size_t kPrefetchAhead = 4;  // slots either side fetches ahead of the one it works on
+    static constexpr size_t kSegment = 128;
+    static constexpr size_t kPrefetchAhead =
+        4;  // slots either side fetches ahead of the one it works on
 
- private:
-  struct Segment {
-    Command slots[kSegment];
-    std::atomic<Segment*> next{nullptr};
-  };
-  // The slot after the last retired one, or nullptr when its segment is not linked yet.
-  const Command* nextSlot() const;
+private:
+    struct Segment {
+        Command slots[kSegment];
+        std::atomic<Segment*> next{nullptr};
+    };
+    // The slot after the last retired one, or nullptr when its segment is not linked yet.
+    const Command* nextSlot() const;
 
-  // Submitter side.
-  alignas(64) Segment* tail_;
-  size_t tailIndex_ = 0;
-  std::atomic<uint64_t> published_{0};
-  // Engine side.
-  alignas(64) Segment* head_;
-  size_t headIndex_ = 0;
-  uint64_t retired_ = 0;
-  uint64_t knownPublished_ = 0;  // a recent reading of published_
-  alignas(64) std::atomic<Segment*> spare_{nullptr};  // handed from the engine to the submitters
+    // Submitter side.
+    alignas(64) Segment* tail_;
+    size_t tailIndex_ = 0;
+    std::atomic<uint64_t> published_{0};
+    // Engine side.
+    alignas(64) Segment* head_;
+    size_t headIndex_ = 0;
+    uint64_t retired_ = 0;
+    uint64_t knownPublished_ = 0;                       // a recent reading of published_
+    alignas(64) std::atomic<Segment*> spare_{nullptr};  // handed from the engine to the submitters
 };
 
 }  // namespace mtia::sim

@@ -31,8 +31,9 @@ inline constexpr uint64_t kMinMemory = kMiB;
 // Each device reserves four times its memory as address space; 4 TiB keeps a full machine of
 // devices inside the 128 TiB a process can address.
 inline constexpr uint64_t kMaxMemory = 4 * kTiB;
-// The longest MTIA_SIM_MACHINE, in bytes: what mtiaDrvMachineSpec::machine holds (mtia_driver.h) less its
-// terminating NUL. The runtime and mtia-smi both check it here, so they accept the same names.
+// The longest MTIA_SIM_MACHINE, in bytes: what mtiaDrvMachineSpec::machine holds (mtia_driver.h)
+// less its terminating NUL. The runtime and mtia-smi both check it here, so they accept the same
+// names.
 inline constexpr size_t kMaxMachineNameBytes = 255;
 // Commands a queue holds before a host thread's submit blocks (MTIA_SIM_QUEUE_DEPTH): CUDA's launch
 // queue is of this order. Each pending command takes a 128-byte slot.
@@ -40,21 +41,21 @@ inline constexpr int32_t kDefaultQueueDepth = 1024;
 inline constexpr int32_t kMaxQueueDepth = 1 << 20;
 
 struct Config {
-  int32_t devices = 2;
-  uint64_t memoryBytes = 16 * kGiB;  // per device, a multiple of kGranularity
-  int32_t engines = 4;
-  bool bindEngines = false;
-  int32_t queueDepth = kDefaultQueueDepth;  // MTIA_SIM_QUEUE_DEPTH, 1 to kMaxQueueDepth
-  FaultPlan faults;
-  std::string machine;  // MTIA_SIM_MACHINE: names the simulated machine (part of the uuids)
+    int32_t devices = 2;
+    uint64_t memoryBytes = 16 * kGiB;  // per device, a multiple of kGranularity
+    int32_t engines = 4;
+    bool bindEngines = false;
+    int32_t queueDepth = kDefaultQueueDepth;  // MTIA_SIM_QUEUE_DEPTH, 1 to kMaxQueueDepth
+    FaultPlan faults;
+    std::string machine;  // MTIA_SIM_MACHINE: names the simulated machine (part of the uuids)
 };
 
 // Returns the value of an environment variable, or nullopt when it is not set.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 
 struct ConfigResult {
-  std::optional<Config> config;  // set on success
-  std::string error;             // names the variable, the bad value and what is accepted
+    std::optional<Config> config;  // set on success
+    std::string error;             // names the variable, the bad value and what is accepted
 };
 
 ConfigResult parseConfig(const EnvLookup& lookup);
@@ -63,7 +64,8 @@ ConfigResult configFromEnvironment();
 
 // Decimal digits only: no sign, no spaces, no trailing characters, no overflow.
 std::optional<uint64_t> parseUnsigned(std::string_view text);
-// Bytes with an optional binary suffix: 1073741824, 1G, 1GB, 1GiB, 512MiB, 64k (K, M, G, T in any case).
+// Bytes with an optional binary suffix: 1073741824, 1G, 1GB, 1GiB, 512MiB, 64k (K, M, G, T in any
+// case).
 std::optional<uint64_t> parseByteSize(std::string_view text);
 
 }  // namespace mtia::sim

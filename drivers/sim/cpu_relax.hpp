@@ -5,9 +5,9 @@ namespace mtia::sim {
 
 inline void cpuRelax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #elif defined(__aarch64__)
-  asm volatile("yield");
+    asm volatile("yield");
 #endif
 }
 

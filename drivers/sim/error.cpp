@@ -13,12 +13,14 @@ thread_local char tLastError[kMessageBytes];
 }  // namespace
 
 mtiaError_t reportError(mtiaError_t code, std::string message) {
-  const size_t n = message.size() < kMessageBytes ? message.size() : kMessageBytes - 1;
-  std::memcpy(tLastError, message.data(), n);
-  tLastError[n] = '\0';
-  return code;
+    const size_t n = message.size() < kMessageBytes ? message.size() : kMessageBytes - 1;
+    std::memcpy(tLastError, message.data(), n);
+    tLastError[n] = '\0';
+    return code;
 }
 
-const char* lastErrorMessage() noexcept { return tLastError; }
+const char* lastErrorMessage() noexcept {
+    return tLastError;
+}
 
 }  // namespace mtia::sim

@@ -4,5 +4,5 @@
 
 extern "C" __attribute__((visibility("default"))) mtiaError_t mtiaDriverGetOps(uint32_t apiVersion,
                                                                                mtiaDriverOps* ops) {
-  return mtiaSimDriverGetOps(apiVersion, ops);
+    return mtiaSimDriverGetOps(apiVersion, ops);
 }

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <type_traits>
 
-// platform/driver/builtin_drivers.hpp declares this entry with the ABI's getter type, for the runtime,
-// without including this driver's headers: the two declarations must not drift apart.
+// platform/driver/builtin_drivers.hpp declares this entry with the ABI's getter type, for the
+// runtime, without including this driver's headers: the two declarations must not drift apart.
 static_assert(std::is_same_v<decltype(&mtiaSimDriverGetOps), mtiaDriverGetOpsFn>);
 
 namespace mtia::sim {
@@ -69,27 +69,32 @@ constexpr mtiaDriverOps kOps = {
 }  // namespace
 }  // namespace mtia::sim
 
-// Thread-safe, works before init. Copies whole entries only: a structSize that ends inside a function
-// pointer gets the entries before it. Errors: mtiaErrorNotSupported (another major version),
-// mtiaErrorInvalidValue (ops NULL or structSize smaller than the version and size fields).
+// Thread-safe, works before init. Copies whole entries only: a structSize that ends inside a
+// function pointer gets the entries before it. Errors: mtiaErrorNotSupported (another major
+// version), mtiaErrorInvalidValue (ops NULL or structSize smaller than the version and size
+// fields).
 extern "C" mtiaError_t mtiaSimDriverGetOps(uint32_t apiVersion, mtiaDriverOps* ops) {
-  using mtia::sim::reportErrorf;
-  using mtia::sim::kOps;
-  if (MTIA_DRIVER_API_MAJOR(apiVersion) != MTIA_DRIVER_API_VERSION_MAJOR) {
-    return reportErrorf(mtiaErrorNotSupported, "mtiaDriverGetOps: the sim driver implements API {}.{}, not {}.{}",
-                 MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR, MTIA_DRIVER_API_MAJOR(apiVersion),
-                 MTIA_DRIVER_API_MINOR(apiVersion));
-  }
-  if (ops == nullptr) return reportErrorf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops must not be NULL");
-  constexpr size_t kHeader = offsetof(mtiaDriverOps, init);
-  if (ops->structSize < kHeader) {
-    return reportErrorf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops->structSize {} is smaller than the table header ({})",
-                 ops->structSize, kHeader);
-  }
-  const size_t room = std::min<size_t>(ops->structSize, sizeof(mtiaDriverOps));
-  const size_t bytes = kHeader + (room - kHeader) / sizeof(void*) * sizeof(void*);
-  mtiaDriverOps filled = kOps;
-  filled.structSize = static_cast<uint32_t>(bytes);
-  std::memcpy(ops, &filled, bytes);
-  return mtiaSuccess;
+    using mtia::sim::kOps;
+    using mtia::sim::reportErrorf;
+    if (MTIA_DRIVER_API_MAJOR(apiVersion) != MTIA_DRIVER_API_VERSION_MAJOR) {
+        return reportErrorf(mtiaErrorNotSupported,
+                            "mtiaDriverGetOps: the sim driver implements API {}.{}, not {}.{}",
+                            MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR,
+                            MTIA_DRIVER_API_MAJOR(apiVersion), MTIA_DRIVER_API_MINOR(apiVersion));
+    }
+    if (ops == nullptr)
+        return reportErrorf(mtiaErrorInvalidValue, "mtiaDriverGetOps: ops must not be NULL");
+    constexpr size_t kHeader = offsetof(mtiaDriverOps, init);
+    if (ops->structSize < kHeader) {
+        return reportErrorf(
+            mtiaErrorInvalidValue,
+            "mtiaDriverGetOps: ops->structSize {} is smaller than the table header ({})",
+            ops->structSize, kHeader);
+    }
+    const size_t room = std::min<size_t>(ops->structSize, sizeof(mtiaDriverOps));
+    const size_t bytes = kHeader + (room - kHeader) / sizeof(void*) * sizeof(void*);
+    mtiaDriverOps filled = kOps;
+    filled.structSize = static_cast<uint32_t>(bytes);
+    std::memcpy(ops, &filled, bytes);
+    return mtiaSuccess;
 }

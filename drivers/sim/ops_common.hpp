@@ -20,45 +20,47 @@ namespace mtia::sim::ops {
 
 template <class Fn>
 mtiaError_t guarded(const char* entry, Fn&& fn) noexcept {
-  try {
-    return fn();
-  } catch (const std::bad_alloc&) {
-    return reportErrorf(mtiaErrorMemoryAllocation, "{}: out of host memory", entry);
-  } catch (const std::exception& e) {
-    return reportErrorf(mtiaErrorUnknown, "{}: {}", entry, e.what());
-  } catch (...) {
-    return reportErrorf(mtiaErrorUnknown, "{}: unexpected exception", entry);
-  }
+    try {
+        return fn();
+    } catch (const std::bad_alloc&) {
+        return reportErrorf(mtiaErrorMemoryAllocation, "{}: out of host memory", entry);
+    } catch (const std::exception& e) {
+        return reportErrorf(mtiaErrorUnknown, "{}: {}", entry, e.what());
+    } catch (...) {
+        return reportErrorf(mtiaErrorUnknown, "{}: unexpected exception", entry);
+    }
 }
 
 inline mtiaError_t machineFor(const char* entry, Machine*& machine) {
-  machine = Machine::instance();
-  if (machine == nullptr) {
-    return reportErrorf(mtiaErrorInitializationError, "{}: the driver is not initialised (call init first)", entry);
-  }
-  return mtiaSuccess;
+    machine = Machine::instance();
+    if (machine == nullptr) {
+        return reportErrorf(mtiaErrorInitializationError,
+                            "{}: the driver is not initialised (call init first)", entry);
+    }
+    return mtiaSuccess;
 }
 
 inline mtiaError_t deviceFor(const char* entry, int32_t dev, Device*& device) {
-  Machine* machine = nullptr;
-  if (mtiaError_t err = machineFor(entry, machine); err != mtiaSuccess) return err;
-  device = machine->device(dev);
-  if (device == nullptr) {
-    return reportErrorf(mtiaErrorInvalidDevice, "{}: device {} does not exist (the machine has {} device(s))", entry, dev,
-                 machine->deviceCount());
-  }
-  return mtiaSuccess;
+    Machine* machine = nullptr;
+    if (mtiaError_t err = machineFor(entry, machine); err != mtiaSuccess) return err;
+    device = machine->device(dev);
+    if (device == nullptr) {
+        return reportErrorf(mtiaErrorInvalidDevice,
+                            "{}: device {} does not exist (the machine has {} device(s))", entry,
+                            dev, machine->deviceCount());
+    }
+    return mtiaSuccess;
 }
 
 inline mtiaError_t nullArgument(const char* entry, const char* name) {
-  return reportErrorf(mtiaErrorInvalidValue, "{}: {} must not be NULL", entry, name);
+    return reportErrorf(mtiaErrorInvalidValue, "{}: {} must not be NULL", entry, name);
 }
 
-// A blocking wait on an engine thread (a host function calling back) for work of its own device could
-// wait for itself or for queues that need the engine it occupies.
+// A blocking wait on an engine thread (a host function calling back) for work of its own device
+// could wait for itself or for queues that need the engine it occupies.
 inline bool waitWouldBlockEngine(const Device& device) {
-  const Queue* current = Scheduler::currentQueue();
-  return current != nullptr && &current->device() == &device;
+    const Queue* current = Scheduler::currentQueue();
+    return current != nullptr && &current->device() == &device;
 }
 
 // The entries, one file per area.
@@ -80,7 +82,8 @@ mtiaError_t deviceGetFaultWord(int32_t dev, const uint32_t** word);
 mtiaError_t vaReserve(int32_t dev, uint64_t size, uint64_t alignment, void** va);
 mtiaError_t vaRelease(int32_t dev, void* va, uint64_t size);
 mtiaError_t memCreate(int32_t dev, uint64_t size, mtiaDrvMem* mem);
-mtiaError_t ipcMemExport(mtiaDrvMem mem, uint64_t offset, uint64_t size, mtiaDrvIpcDescriptor* desc);
+mtiaError_t ipcMemExport(mtiaDrvMem mem, uint64_t offset, uint64_t size,
+                         mtiaDrvIpcDescriptor* desc);
 mtiaError_t ipcMemRevoke(const mtiaDrvIpcDescriptor* desc, uint32_t* openers);
 mtiaError_t ipcMemOpen(const mtiaDrvIpcDescriptor* desc, uint32_t flags, void** va, int32_t* dev);
 mtiaError_t ipcMemClose(void* va);
@@ -108,11 +111,13 @@ mtiaError_t moduleUnload(mtiaDrvModule module);
 mtiaError_t moduleGetKernel(mtiaDrvModule module, const char* name, mtiaDrvKernel* kernel);
 mtiaError_t kernelGetInfo(mtiaDrvKernel kernel, uint32_t* numArgs, uint32_t* argSizes);
 
-mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t count, mtiaDrvCommandList* list);
+mtiaError_t commandListCreate(int32_t dev, const mtiaDrvCommand* cmds, uint64_t count,
+                              mtiaDrvCommandList* list);
 mtiaError_t commandListDestroy(mtiaDrvCommandList list);
 
 // Driver ABI 1.6 (ops_machine.cpp): these two work before init and without it.
 mtiaError_t machineGetSpec(mtiaDrvMachineSpec* spec);
-mtiaError_t machineDescribeDevice(const mtiaDrvMachineSpec* spec, int32_t dev, mtiaDrvDeviceInfo* info);
+mtiaError_t machineDescribeDevice(const mtiaDrvMachineSpec* spec, int32_t dev,
+                                  mtiaDrvDeviceInfo* info);
 
 }  // namespace mtia::sim::ops

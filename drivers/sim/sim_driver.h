@@ -15,8 +15,10 @@ extern "C" {
 #endif
 
 /* Fills ops like mtiaDriverGetOps (see mtia_driver.h): refuses another major version
- * (mtiaErrorNotSupported), NULL ops (mtiaErrorInvalidValue), writes at most ops->structSize bytes. */
-__attribute__((visibility("hidden"))) mtiaError_t mtiaSimDriverGetOps(uint32_t apiVersion, mtiaDriverOps* ops);
+ * (mtiaErrorNotSupported), NULL ops (mtiaErrorInvalidValue), writes at most ops->structSize bytes.
+ */
+__attribute__((visibility("hidden"))) mtiaError_t mtiaSimDriverGetOps(uint32_t apiVersion,
+                                                                      mtiaDriverOps* ops);
 
 #ifdef __cplusplus
 }

@@ -14,21 +14,21 @@
 namespace mtia::sim {
 
 class SpinLock {
- public:
-  void lock() noexcept {
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins < 128)
-          cpuRelax();
-        else
-          sched_yield();  // the holder may have been preempted
-      }
+public:
+    void lock() noexcept {
+        while (locked_.exchange(true, std::memory_order_acquire)) {
+            for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+                if (spins < 128)
+                    cpuRelax();
+                else
+                    sched_yield();  // the holder may have been preempted
+            }
+        }
     }
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
- private:
-  std::atomic<bool> locked_{false};
+private:
+    std::atomic<bool> locked_{false};
 };
 
 }  // namespace mtia::sim

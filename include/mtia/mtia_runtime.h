@@ -43,8 +43,8 @@ extern "C" {
 
 /* ---- Errors ---------------------------------------------------------------- */
 
-/** Symbolic name of a status ("mtiaErrorInvalidValue"); "unrecognized error code" for unknown values.
- * Never fails; returns a static string. Thread-safe, non-blocking, legal during capture. */
+/** Symbolic name of a status ("mtiaErrorInvalidValue"); "unrecognized error code" for unknown
+ * values. Never fails; returns a static string. Thread-safe, non-blocking, legal during capture. */
 MTIA_API const char* mtiaGetErrorName(mtiaError_t error);
 
 /** One-line description of a status. Never fails; returns a static string.
@@ -67,11 +67,13 @@ MTIA_API mtiaError_t mtiaRuntimeGetVersion(int* major, int* minor, int* patch);
 /** Initialises the runtime now instead of lazily; idempotent. flags must be mtiaInitDefault.
  * Thread-safe; blocks while the driver loads; not legal during capture (nothing to capture).
  * Errors: mtiaErrorInvalidValue (flags has unknown bits); mtiaErrorInitializationError (bad setting
- * or driver failure; the message names the setting); mtiaErrorNotPermitted (from a host function). */
+ * or driver failure; the message names the setting); mtiaErrorNotPermitted (from a host function).
+ */
 MTIA_API mtiaError_t mtiaInit(unsigned int flags);
 
 /** Name of the loaded driver ("sim" for the simulated device). The string is static.
- * Thread-safe, non-blocking. Errors: mtiaErrorInvalidValue (name NULL), mtiaErrorInitializationError. */
+ * Thread-safe, non-blocking. Errors: mtiaErrorInvalidValue (name NULL),
+ * mtiaErrorInitializationError. */
 MTIA_API mtiaError_t mtiaDriverGetName(const char** name);
 
 /* ---- Devices ---------------------------------------------------------------- */
@@ -86,8 +88,8 @@ MTIA_API mtiaError_t mtiaGetDeviceCount(int* count);
  * Errors: mtiaErrorNoDevice (no devices), mtiaErrorInvalidDevice (dev out of range). */
 MTIA_API mtiaError_t mtiaSetDevice(int dev);
 
-/** The calling thread's current device (0 until set). Thread-local, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (dev NULL), mtiaErrorNoDevice. */
+/** The calling thread's current device (0 until set). Thread-local, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (dev NULL), mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaGetDevice(int* dev);
 
 /** Sets the current device to dev and returns the previous one in *prev (PyTorch's exchangeDevice).
@@ -102,9 +104,9 @@ MTIA_API mtiaError_t mtiaExchangeDevice(int dev, int* prev);
  * mtiaErrorInvalidDevice. */
 MTIA_API mtiaError_t mtiaGetDeviceProperties(mtiaDeviceProp* prop, int dev);
 
-/** Blocks until all work queued on the current device has finished, then reports the device's sticky
- * fault if it has one. Thread-safe; blocking; not legal while a stream of the device is capturing.
- * Errors: mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
+/** Blocks until all work queued on the current device has finished, then reports the device's
+ * sticky fault if it has one. Thread-safe; blocking; not legal while a stream of the device is
+ * capturing. Errors: mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaDeviceSynchronize(void);
 
 /** Stream priority range of the current device: lower number = higher priority, so
@@ -119,7 +121,8 @@ MTIA_API mtiaError_t mtiaMemGetInfo(size_t* free, size_t* total);
 
 /** Whether kernels on dev can access memory of peer (*can = 1) or not (0; also for dev == peer).
  * Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (can NULL), mtiaErrorNoDevice, mtiaErrorInvalidDevice (dev or peer). */
+ * Errors: mtiaErrorInvalidValue (can NULL), mtiaErrorNoDevice, mtiaErrorInvalidDevice (dev or
+ * peer). */
 MTIA_API mtiaError_t mtiaDeviceCanAccessPeer(int* can, int dev, int peer);
 
 /** Lets kernels running on the current device access memory of peer. flags must be 0.
@@ -128,8 +131,8 @@ MTIA_API mtiaError_t mtiaDeviceCanAccessPeer(int* can, int dev, int peer);
  * device), mtiaErrorIllegalState (already enabled), mtiaErrorNotSupported (peers cannot access). */
 MTIA_API mtiaError_t mtiaDeviceEnablePeerAccess(int peer, unsigned int flags);
 
-/** Revokes what mtiaDeviceEnablePeerAccess granted. Thread-safe, non-blocking, not legal during capture.
- * Errors: mtiaErrorInvalidDevice, mtiaErrorIllegalState (not enabled). */
+/** Revokes what mtiaDeviceEnablePeerAccess granted. Thread-safe, non-blocking, not legal during
+ * capture. Errors: mtiaErrorInvalidDevice, mtiaErrorIllegalState (not enabled). */
 MTIA_API mtiaError_t mtiaDeviceDisablePeerAccess(int peer);
 
 /* ---- Streams ---------------------------------------------------------------- */
@@ -140,8 +143,8 @@ MTIA_API mtiaError_t mtiaDeviceDisablePeerAccess(int peer);
 
 /** Creates a stream on the current device with flags mtiaStreamDefault and the least priority (0).
  * Starts the device. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorNoDevice, mtiaErrorLaunchFailure (the device
- * has a sticky fault). */
+ * Errors: mtiaErrorInvalidValue (stream NULL), mtiaErrorNoDevice, mtiaErrorLaunchFailure (the
+ * device has a sticky fault). */
 MTIA_API mtiaError_t mtiaStreamCreate(mtiaStream_t* stream);
 
 /** Creates a stream on the current device with flags (mtiaStreamDefault or mtiaStreamNonBlocking;
@@ -152,22 +155,23 @@ MTIA_API mtiaError_t mtiaStreamCreateWithFlags(mtiaStream_t* stream, unsigned in
 
 /** Creates a stream with a priority; lower number = higher priority. Priorities outside
  * mtiaDeviceGetStreamPriorityRange are clamped into it (mtiaStreamGetPriority tells the result).
- * Priority is a scheduling hint: when the device's engines are busy, ready work of more urgent streams
- * runs first; running work is never preempted. Thread-safe, non-blocking, legal during capture.
- * Errors: as mtiaStreamCreateWithFlags. */
-MTIA_API mtiaError_t mtiaStreamCreateWithPriority(mtiaStream_t* stream, unsigned int flags, int priority);
+ * Priority is a scheduling hint: when the device's engines are busy, ready work of more urgent
+ * streams runs first; running work is never preempted. Thread-safe, non-blocking, legal during
+ * capture. Errors: as mtiaStreamCreateWithFlags. */
+MTIA_API mtiaError_t mtiaStreamCreateWithPriority(mtiaStream_t* stream, unsigned int flags,
+                                                  int priority);
 
 /** Destroys a stream and returns at once: work already queued still runs, and events recorded on it
  * still complete. The handle is invalid from now on. mtiaStreamDestroy(NULL) succeeds.
  * Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (a device's default stream), mtiaErrorInvalidHandle (stale, destroyed
- * or foreign handle). */
+ * Errors: mtiaErrorInvalidValue (a device's default stream), mtiaErrorInvalidHandle (stale,
+ * destroyed or foreign handle). */
 MTIA_API mtiaError_t mtiaStreamDestroy(mtiaStream_t stream);
 
 /** mtiaSuccess when every command queued on stream before the call has finished, else
- * mtiaErrorNotReady (a status: the last-error message is left alone). Thread-safe, non-blocking, not
- * legal on a capturing stream.
- * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
+ * mtiaErrorNotReady (a status: the last-error message is left alone). Thread-safe, non-blocking,
+ * not legal on a capturing stream. Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the
+ * stream's device has a sticky fault). */
 MTIA_API mtiaError_t mtiaStreamQuery(mtiaStream_t stream);
 
 /** Blocks until every command queued on stream before the call has finished, then reports the
@@ -179,10 +183,11 @@ MTIA_API mtiaError_t mtiaStreamSynchronize(mtiaStream_t stream);
  * captured at the time of this call (re-recording the event later changes nothing for this wait).
  * A never-recorded event makes this a no-op. The event may belong to another device. Never blocks
  * the host on device work. flags: mtiaEventWaitDefault or mtiaEventWaitExternal (meaningful during
- * capture only). Thread-safe; blocking: may block when the stream's queue is full; legal during capture.
- * Errors: mtiaErrorInvalidValue (unknown flag bits), mtiaErrorInvalidHandle (stream or event),
- * mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
-MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event, unsigned int flags);
+ * capture only). Thread-safe; blocking: may block when the stream's queue is full; legal during
+ * capture. Errors: mtiaErrorInvalidValue (unknown flag bits), mtiaErrorInvalidHandle (stream or
+ * event), mtiaErrorLaunchFailure (the stream's device has a sticky fault). */
+MTIA_API mtiaError_t mtiaStreamWaitEvent(mtiaStream_t stream, mtiaEvent_t event,
+                                         unsigned int flags);
 
 /** The stream's priority, after clamping. Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (priority NULL), mtiaErrorInvalidHandle. */
@@ -212,8 +217,8 @@ MTIA_API mtiaError_t mtiaStreamFromId(int64_t id, mtiaStream_t* stream);
 MTIA_API mtiaError_t mtiaGetCurrentStream(int dev, mtiaStream_t* stream);
 
 /** Makes stream the calling thread's current stream on the stream's device, without changing the
- * current device. NULL (the current stream) changes nothing. Thread-local, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidHandle. */
+ * current device. NULL (the current stream) changes nothing. Thread-local, non-blocking, legal
+ * during capture. Errors: mtiaErrorInvalidHandle. */
 MTIA_API mtiaError_t mtiaSetCurrentStream(mtiaStream_t stream);
 
 /** The default stream of device dev (-1: the current device). Starts the device.
@@ -226,16 +231,17 @@ MTIA_API mtiaError_t mtiaGetDefaultStream(int dev, mtiaStream_t* stream);
  * streams may run one after the other on the same thread, so fn must not wait for other host
  * functions or device work not ordered before it. Any runtime call from fn returns
  * mtiaErrorNotPermitted. If fn throws (C++), the device gets a sticky fault that the next
- * synchronising call reports. Thread-safe; blocking: may block when the stream's queue is full (never
- * from a host function, which may not call the runtime anyway).
- * Errors: mtiaErrorInvalidValue (fn NULL), mtiaErrorInvalidHandle (stream),
- * mtiaErrorLaunchFailure (the device has a sticky fault). */
-MTIA_API mtiaError_t mtiaLaunchHostFunc(mtiaStream_t stream, void (*fn)(void* userData), void* userData);
+ * synchronising call reports. Thread-safe; blocking: may block when the stream's queue is full
+ * (never from a host function, which may not call the runtime anyway). Errors:
+ * mtiaErrorInvalidValue (fn NULL), mtiaErrorInvalidHandle (stream), mtiaErrorLaunchFailure (the
+ * device has a sticky fault). */
+MTIA_API mtiaError_t mtiaLaunchHostFunc(mtiaStream_t stream, void (*fn)(void* userData),
+                                        void* userData);
 
 /* ---- Events ----------------------------------------------------------------- */
 /* An event marks a point in a stream. Recording snapshots all work queued on the stream so far; the
- * event completes when that work has finished. A never-recorded event is complete. An event belongs to
- * the device current when it was created. */
+ * event completes when that work has finished. A never-recorded event is complete. An event belongs
+ * to the device current when it was created. */
 
 /** Creates an event with mtiaEventDefault (timing enabled) on the current device.
  * Thread-safe, non-blocking, legal during capture.
@@ -243,38 +249,40 @@ MTIA_API mtiaError_t mtiaLaunchHostFunc(mtiaStream_t stream, void (*fn)(void* us
 MTIA_API mtiaError_t mtiaEventCreate(mtiaEvent_t* event);
 
 /** Creates an event with flags: mtiaEventBlockingSync (mtiaEventSynchronize sleeps instead of
- * polling), mtiaEventDisableTiming (no timestamps: cheaper record), mtiaEventInterprocess (shareable
- * with other processes; requires mtiaEventDisableTiming). Thread-safe, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidValue (event NULL, unknown flag bits, mtiaEventInterprocess
- * without mtiaEventDisableTiming), mtiaErrorNoDevice. */
+ * polling), mtiaEventDisableTiming (no timestamps: cheaper record), mtiaEventInterprocess
+ * (shareable with other processes; requires mtiaEventDisableTiming). Thread-safe, non-blocking,
+ * legal during capture. Errors: mtiaErrorInvalidValue (event NULL, unknown flag bits,
+ * mtiaEventInterprocess without mtiaEventDisableTiming), mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaEventCreateWithFlags(mtiaEvent_t* event, unsigned int flags);
 
 /** Records event on stream: a snapshot of all work queued on the stream so far, replacing the
  * event's previous record (waits already issued keep the record they saw). Thread-safe; blocking:
  * may block when the stream's queue is full; legal during capture.
- * Errors: mtiaErrorInvalidHandle (event or stream stale, destroyed or foreign, or the stream belongs
- * to another device than the event), mtiaErrorLaunchFailure (the device has a sticky fault). */
+ * Errors: mtiaErrorInvalidHandle (event or stream stale, destroyed or foreign, or the stream
+ * belongs to another device than the event), mtiaErrorLaunchFailure (the device has a sticky
+ * fault). */
 MTIA_API mtiaError_t mtiaEventRecord(mtiaEvent_t event, mtiaStream_t stream);
 
 /** mtiaSuccess when the work of the event's latest record has finished (or it was never recorded),
  * else mtiaErrorNotReady (a status: the last-error message is left alone). Thread-safe,
  * non-blocking, not legal on an event recorded during a live capture.
- * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the event's device has a sticky fault). */
+ * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure (the event's device has a sticky fault).
+ */
 MTIA_API mtiaError_t mtiaEventQuery(mtiaEvent_t event);
 
-/** Blocks until the work of the event's latest record (as of the call) has finished; returns at once
- * for a never-recorded event. Blocking-sync events sleep while they wait; others poll briefly first.
- * Thread-safe; blocking; not legal on an event recorded during a live capture.
- * Errors: mtiaErrorInvalidHandle, mtiaErrorLaunchFailure. */
+/** Blocks until the work of the event's latest record (as of the call) has finished; returns at
+ * once for a never-recorded event. Blocking-sync events sleep while they wait; others poll briefly
+ * first. Thread-safe; blocking; not legal on an event recorded during a live capture. Errors:
+ * mtiaErrorInvalidHandle, mtiaErrorLaunchFailure. */
 MTIA_API mtiaError_t mtiaEventSynchronize(mtiaEvent_t event);
 
-/** Milliseconds from start's record to end's record (resolution 1 ns), as the signed difference of the
- * two completion timestamps: end recorded before start, or on another stream, can give a negative
- * value. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (ms NULL, or the events belong to different devices),
- * mtiaErrorInvalidHandle (either event stale or destroyed, created with mtiaEventDisableTiming, or
- * never recorded), mtiaErrorNotReady (either record has not finished; the call does not block),
- * mtiaErrorLaunchFailure (sticky device fault). */
+/** Milliseconds from start's record to end's record (resolution 1 ns), as the signed difference of
+ * the two completion timestamps: end recorded before start, or on another stream, can give a
+ * negative value. Thread-safe, non-blocking, legal during capture. Errors: mtiaErrorInvalidValue
+ * (ms NULL, or the events belong to different devices), mtiaErrorInvalidHandle (either event stale
+ * or destroyed, created with mtiaEventDisableTiming, or never recorded), mtiaErrorNotReady (either
+ * record has not finished; the call does not block), mtiaErrorLaunchFailure (sticky device fault).
+ */
 MTIA_API mtiaError_t mtiaEventElapsedTime(float* ms, mtiaEvent_t start, mtiaEvent_t end);
 
 /** Destroys an event at any time: pending records still complete and streams waiting on them are
@@ -291,8 +299,8 @@ MTIA_API mtiaError_t mtiaEventDestroy(mtiaEvent_t event);
  * path; the message carries the loader's reason). */
 MTIA_API mtiaError_t mtiaModuleLoad(mtiaModule_t* module, const char* path);
 
-/** Unloads a module; its function handles become invalid at once, launches already queued still run.
- * Graphs that captured its kernels keep the module loaded: they still instantiate and replay.
+/** Unloads a module; its function handles become invalid at once, launches already queued still
+ * run. Graphs that captured its kernels keep the module loaded: they still instantiate and replay.
  * mtiaModuleUnload(NULL) succeeds. Thread-safe, non-blocking, not legal during capture.
  * Errors: mtiaErrorInvalidHandle (stale, unloaded or foreign module). */
 MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module);
@@ -300,39 +308,41 @@ MTIA_API mtiaError_t mtiaModuleUnload(mtiaModule_t module);
 /** Looks up a kernel by name in a module. Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (fn or name NULL), mtiaErrorInvalidHandle (module),
  * mtiaErrorNotFound (no kernel of that name, or it lacks its argument descriptor). */
-MTIA_API mtiaError_t mtiaModuleGetFunction(mtiaFunction_t* fn, mtiaModule_t module, const char* name);
+MTIA_API mtiaError_t mtiaModuleGetFunction(mtiaFunction_t* fn, mtiaModule_t module,
+                                           const char* name);
 
 /** Looks up one of the runtime's built-in kernels (fill_f32, copy_f32, add_f32, mul_f32, scale_f32,
- * axpy_f32, relu_f32, reduce_sum_f32, matmul_f32, sleep_us, noop; docs/abi.md lists their arguments).
- * The handle launches on any device and never becomes stale. Thread-safe, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidValue (fn or name NULL), mtiaErrorNotFound (unknown name). */
+ * axpy_f32, relu_f32, reduce_sum_f32, matmul_f32, sleep_us, noop; docs/abi.md lists their
+ * arguments). The handle launches on any device and never becomes stale. Thread-safe, non-blocking,
+ * legal during capture. Errors: mtiaErrorInvalidValue (fn or name NULL), mtiaErrorNotFound (unknown
+ * name). */
 MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name);
 
-/** Queues a kernel on stream (NULL: the current stream of the current device). args[i] points at the
- * i-th argument; the values are copied before the call returns. The kernel runs once per block of
- * grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when the
- * stream's queue is full.
- * Errors: mtiaErrorInvalidValue (grid or block dimension 0, block larger than maxThreadsPerBlock,
- * sharedMem above sharedMemPerBlock, args NULL for a kernel with arguments),
- * mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a sticky fault). */
+/** Queues a kernel on stream (NULL: the current stream of the current device). args[i] points at
+ * the i-th argument; the values are copied before the call returns. The kernel runs once per block
+ * of grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when
+ * the stream's queue is full. Errors: mtiaErrorInvalidValue (grid or block dimension 0, block
+ * larger than maxThreadsPerBlock, sharedMem above sharedMemPerBlock, args NULL for a kernel with
+ * arguments), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
+ * sticky fault). */
 MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3 block, void** args,
                                       size_t sharedMem, mtiaStream_t stream);
 
 /* ---- Memory ----------------------------------------------------------------- */
 
-/** Allocates size bytes of device memory on the current device from the caching allocator, for use on
- * the current stream (a block freed later is reused first by allocations on that stream). size 0 gives
- * *ptr = NULL. A request is served from cached blocks when one fits; otherwise the device allocates,
- * and on failure the out-of-memory ladder runs (free-memory callbacks, garbage collection, freeing
- * cached blocks, waiting for pending cross-stream frees, searching the cache again) before
- * mtiaErrorMemoryAllocation. On a stream routed to a private pool (mtiaMemPoolBeginAllocateToPool,
- * graph capture) the block comes from that pool.
- * Thread-safe; may block (device allocation, waiting for streams on the out-of-memory path); legal
- * during capture (served from the capture's private pool).
- * Errors: mtiaErrorInvalidValue (ptr NULL, or size too large to represent once rounded),
- * mtiaErrorMemoryAllocation (out of memory; the message gives the request, the device's total and
- * free memory, what this process has allocated, reserved but unallocated, holds in private pools, and
- * the largest cached free block), mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
+/** Allocates size bytes of device memory on the current device from the caching allocator, for use
+ * on the current stream (a block freed later is reused first by allocations on that stream). size 0
+ * gives *ptr = NULL. A request is served from cached blocks when one fits; otherwise the device
+ * allocates, and on failure the out-of-memory ladder runs (free-memory callbacks, garbage
+ * collection, freeing cached blocks, waiting for pending cross-stream frees, searching the cache
+ * again) before mtiaErrorMemoryAllocation. On a stream routed to a private pool
+ * (mtiaMemPoolBeginAllocateToPool, graph capture) the block comes from that pool. Thread-safe; may
+ * block (device allocation, waiting for streams on the out-of-memory path); legal during capture
+ * (served from the capture's private pool). Errors: mtiaErrorInvalidValue (ptr NULL, or size too
+ * large to represent once rounded), mtiaErrorMemoryAllocation (out of memory; the message gives the
+ * request, the device's total and free memory, what this process has allocated, reserved but
+ * unallocated, holds in private pools, and the largest cached free block), mtiaErrorNoDevice,
+ * mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size);
 
 /** mtiaMalloc for use on stream (NULL: the current stream of the current device) on that stream's
@@ -340,13 +350,13 @@ MTIA_API mtiaError_t mtiaMalloc(void** ptr, size_t size);
  * Errors: as mtiaMalloc, plus mtiaErrorInvalidHandle (stream). */
 MTIA_API mtiaError_t mtiaMallocAsync(void** ptr, size_t size, mtiaStream_t stream);
 
-/** Returns memory from mtiaMalloc/mtiaMallocAsync to the caching allocator; mtiaFree(NULL) succeeds.
- * Stream-ordered: the block is reused at once by later allocations on the stream it was allocated
- * for (their work runs after the work already queued there), and by other streams only after the
- * streams named with mtiaRecordStream have finished the work queued before this call. Never waits
- * for the device. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (ptr is not the start of a live allocation: interior pointer, double
- * free, host pointer; the message says which). */
+/** Returns memory from mtiaMalloc/mtiaMallocAsync to the caching allocator; mtiaFree(NULL)
+ * succeeds. Stream-ordered: the block is reused at once by later allocations on the stream it was
+ * allocated for (their work runs after the work already queued there), and by other streams only
+ * after the streams named with mtiaRecordStream have finished the work queued before this call.
+ * Never waits for the device. Thread-safe, non-blocking, legal during capture. Errors:
+ * mtiaErrorInvalidValue (ptr is not the start of a live allocation: interior pointer, double free,
+ * host pointer; the message says which). */
 MTIA_API mtiaError_t mtiaFree(void* ptr);
 
 /** Marks the allocation starting at ptr as used by stream (NULL: the current stream), so that after
@@ -365,66 +375,66 @@ MTIA_API mtiaError_t mtiaRecordStream(void* ptr, mtiaStream_t stream);
  * mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMemcpy(void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 
-/** Sets count bytes of device memory at ptr to (unsigned char)value and returns when done; ordered on
- * the owning device's default stream. Thread-safe; blocking.
- * Errors: mtiaErrorInvalidValue (ptr not device memory, range past its allocation),
- * mtiaErrorLaunchFailure (sticky device fault). */
+/** Sets count bytes of device memory at ptr to (unsigned char)value and returns when done; ordered
+ * on the owning device's default stream. Thread-safe; blocking. Errors: mtiaErrorInvalidValue (ptr
+ * not device memory, range past its allocation), mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaMemset(void* ptr, int value, size_t count);
 
 /** Copies count bytes in stream order on stream (NULL: the current stream). kind as for mtiaMemcpy;
  * device ranges may lie on any device. Device-to-device copies return at once. A copy from or to
  * host memory that is not pinned (mtiaMallocHost) returns once the copy is done, as CUDA does for
- * pageable memory, so the caller may reuse the host buffer at once. A copy whose host ranges lie inside
- * live mtiaMallocHost allocations returns at once, and stream is recorded for that memory as
- * mtiaHostRecordStream does, so it may be freed right away. Thread-safe; see above for blocking, and
- * blocking: may block when the stream's queue is full; legal during capture (device-to-device).
+ * pageable memory, so the caller may reuse the host buffer at once. A copy whose host ranges lie
+ * inside live mtiaMallocHost allocations returns at once, and stream is recorded for that memory as
+ * mtiaHostRecordStream does, so it may be freed right away. Thread-safe; see above for blocking,
+ * and blocking: may block when the stream's queue is full; legal during capture (device-to-device).
  * Errors: as mtiaMemcpy, plus mtiaErrorInvalidHandle (stream). */
 MTIA_API mtiaError_t mtiaMemcpyAsync(void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
                                      mtiaStream_t stream);
 
-/** Sets count bytes of device memory at ptr to (unsigned char)value in stream order; returns at once.
- * Thread-safe; blocking: may block when the stream's queue is full; legal during capture.
- * The memory may belong to another device than stream only if stream's device has peer access to it
+/** Sets count bytes of device memory at ptr to (unsigned char)value in stream order; returns at
+ * once. Thread-safe; blocking: may block when the stream's queue is full; legal during capture. The
+ * memory may belong to another device than stream only if stream's device has peer access to it
  * (mtiaDeviceEnablePeerAccess), as for kernels.
  * Errors: as mtiaMemset, plus mtiaErrorInvalidHandle (stream), mtiaErrorInvalidValue (ptr is memory
  * of another device, to which stream's device has no peer access). */
 MTIA_API mtiaError_t mtiaMemsetAsync(void* ptr, int value, size_t count, mtiaStream_t stream);
 
-/** Copies count bytes from device memory src of device srcDev to device memory dst of device dstDev in
- * stream order on stream (of any device); returns at once. Thread-safe; blocking: may block when the
- * stream's queue is full; legal during capture. Errors: mtiaErrorInvalidValue (dst or src NULL, not device memory of the named device, or
- * a range past its allocation, or overlapping ranges), mtiaErrorInvalidDevice (dstDev or srcDev),
- * mtiaErrorInvalidHandle (stream), mtiaErrorLaunchFailure (sticky device fault). */
-MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src, int srcDev, size_t count,
-                                         mtiaStream_t stream);
+/** Copies count bytes from device memory src of device srcDev to device memory dst of device dstDev
+ * in stream order on stream (of any device); returns at once. Thread-safe; blocking: may block when
+ * the stream's queue is full; legal during capture. Errors: mtiaErrorInvalidValue (dst or src NULL,
+ * not device memory of the named device, or a range past its allocation, or overlapping ranges),
+ * mtiaErrorInvalidDevice (dstDev or srcDev), mtiaErrorInvalidHandle (stream),
+ * mtiaErrorLaunchFailure (sticky device fault). */
+MTIA_API mtiaError_t mtiaMemcpyPeerAsync(void* dst, int dstDev, const void* src, int srcDev,
+                                         size_t count, mtiaStream_t stream);
 
 /** What ptr points at: device memory (device, base and size of the allocation it lies in; interior
- * pointers resolve), pinned host memory from mtiaMallocHost (type mtiaMemoryTypeHost, device -1, base
- * and size of the allocation, locked 1 when it is page-locked), or unregistered memory (success, type
- * mtiaMemoryTypeUnregistered; also freed memory). Set attr->structSize first
+ * pointers resolve), pinned host memory from mtiaMallocHost (type mtiaMemoryTypeHost, device -1,
+ * base and size of the allocation, locked 1 when it is page-locked), or unregistered memory
+ * (success, type mtiaMemoryTypeUnregistered; also freed memory). Set attr->structSize first
  * (MTIA_POINTER_ATTRIBUTES_INIT). Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (attr NULL or structSize < 4). */
 MTIA_API mtiaError_t mtiaPointerGetAttributes(mtiaPointerAttributes* attr, const void* ptr);
 
 /* ---- Pinned host memory ----------------------------------------------------- */
 
-/** Allocates size bytes of page-locked host memory from the caching pinned-host allocator, placed on
- * the host NUMA node nearest the current device (where the host has NUMA). Memory is locked when the
- * RLIMIT_MEMLOCK limit allows; mtiaPointerGetAttributes reports it as host memory either way. size 0
- * gives *ptr = NULL. Thread-safe; may block (the operating system allocates); legal during capture.
- * Errors: mtiaErrorInvalidValue (ptr NULL, size too large), mtiaErrorMemoryAllocation (the host is
- * out of memory), mtiaErrorNoDevice. */
+/** Allocates size bytes of page-locked host memory from the caching pinned-host allocator, placed
+ * on the host NUMA node nearest the current device (where the host has NUMA). Memory is locked when
+ * the RLIMIT_MEMLOCK limit allows; mtiaPointerGetAttributes reports it as host memory either way.
+ * size 0 gives *ptr = NULL. Thread-safe; may block (the operating system allocates); legal during
+ * capture. Errors: mtiaErrorInvalidValue (ptr NULL, size too large), mtiaErrorMemoryAllocation (the
+ * host is out of memory), mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaMallocHost(void** ptr, size_t size);
 
-/** Returns memory from mtiaMallocHost to the pinned cache; mtiaFreeHost(NULL) succeeds. The memory is
- * reused only after the work queued before this call on every stream named with mtiaHostRecordStream
- * has finished. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (ptr not the start of a live mtiaMallocHost allocation). */
+/** Returns memory from mtiaMallocHost to the pinned cache; mtiaFreeHost(NULL) succeeds. The memory
+ * is reused only after the work queued before this call on every stream named with
+ * mtiaHostRecordStream has finished. Thread-safe, non-blocking, legal during capture. Errors:
+ * mtiaErrorInvalidValue (ptr not the start of a live mtiaMallocHost allocation). */
 MTIA_API mtiaError_t mtiaFreeHost(void* ptr);
 
-/** Marks pinned memory (any pointer inside an mtiaMallocHost allocation) as used by stream (NULL: the
- * current stream). Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (hostPtr not inside a live mtiaMallocHost allocation),
+/** Marks pinned memory (any pointer inside an mtiaMallocHost allocation) as used by stream (NULL:
+ * the current stream). Thread-safe, non-blocking, legal during capture. Errors:
+ * mtiaErrorInvalidValue (hostPtr not inside a live mtiaMallocHost allocation),
  * mtiaErrorInvalidHandle (stream). */
 MTIA_API mtiaError_t mtiaHostRecordStream(void* hostPtr, mtiaStream_t stream);
 
@@ -454,45 +464,46 @@ MTIA_API mtiaError_t mtiaAllocatorSetConfig(const char* conf);
  * Errors: mtiaErrorInvalidValue (buf NULL, or len too small: nothing is written past len). */
 MTIA_API mtiaError_t mtiaAllocatorGetConfig(char* buf, size_t len);
 
-/** Limits this process's reserved device memory on dev to fraction x total; a device allocation that
- * would exceed it is treated as out of memory. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (fraction not in [0, 1]), mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+/** Limits this process's reserved device memory on dev to fraction x total; a device allocation
+ * that would exceed it is treated as out of memory. Thread-safe, non-blocking, legal during
+ * capture. Errors: mtiaErrorInvalidValue (fraction not in [0, 1]), mtiaErrorInvalidDevice,
+ * mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaSetMemoryFraction(double fraction, int dev);
 
 /** Copies the caching allocator's statistics of dev (set out->structSize first,
  * MTIA_MEMORY_STATS_INIT). As in PyTorch, a block freed while other streams may still use it
  * (mtiaRecordStream) leaves allocation and allocated_bytes at the free but stays in active,
- * active_bytes and requested_bytes until it is really free, so these agree with a snapshot's segment
- * sums (active_size, requested_size) at every moment. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (out NULL or structSize < 4), mtiaErrorInvalidDevice,
- * mtiaErrorNoDevice. */
+ * active_bytes and requested_bytes until it is really free, so these agree with a snapshot's
+ * segment sums (active_size, requested_size) at every moment. Thread-safe, non-blocking, legal
+ * during capture. Errors: mtiaErrorInvalidValue (out NULL or structSize < 4),
+ * mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaMemoryGetStats(int dev, mtiaMemoryStats* out);
 
-/** Sets every peak of dev's statistics to its current value. Thread-safe, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+/** Sets every peak of dev's statistics to its current value. Thread-safe, non-blocking, legal
+ * during capture. Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaMemoryResetPeakStats(int dev);
 
-/** Zeroes the allocated/freed totals and the event counters (retries, OOMs, syncs, device allocations
- * and frees) of dev. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
+/** Zeroes the allocated/freed totals and the event counters (retries, OOMs, syncs, device
+ * allocations and frees) of dev. Thread-safe, non-blocking, legal during capture. Errors:
+ * mtiaErrorInvalidDevice, mtiaErrorNoDevice. */
 MTIA_API mtiaError_t mtiaMemoryResetAccumulatedStats(int dev);
 
 /** Calls cb(dev, requested, total, free, user) whenever an allocation is about to fail with
- * mtiaErrorMemoryAllocation, before the failing call returns, on the failing thread, with no runtime
- * lock held (cb may allocate and free). requested is the rounded size, total the device's memory (or
- * the memory-fraction limit when set), free what the device has left. Observers stay attached for the
- * life of the process. Thread-safe, non-blocking, legal during capture.
- * Errors: mtiaErrorInvalidValue (cb NULL). */
-MTIA_API mtiaError_t mtiaAttachOutOfMemoryObserver(void (*cb)(int dev, size_t requested, size_t total,
-                                                              size_t free, void* user),
-                                                   void* user);
+ * mtiaErrorMemoryAllocation, before the failing call returns, on the failing thread, with no
+ * runtime lock held (cb may allocate and free). requested is the rounded size, total the device's
+ * memory (or the memory-fraction limit when set), free what the device has left. Observers stay
+ * attached for the life of the process. Thread-safe, non-blocking, legal during capture. Errors:
+ * mtiaErrorInvalidValue (cb NULL). */
+MTIA_API mtiaError_t mtiaAttachOutOfMemoryObserver(
+    void (*cb)(int dev, size_t requested, size_t total, size_t free, void* user), void* user);
 
-/** Registers a callback that the allocator calls, with no runtime lock held, before it gives up on a
- * request that nothing cached serves: cb(dev, requested, user) frees what it can (a library's
+/** Registers a callback that the allocator calls, with no runtime lock held, before it gives up on
+ * a request that nothing cached serves: cb(dev, requested, user) frees what it can (a library's
  * workspace cache, say) and returns nonzero when it freed something, and the allocator searches its
- * cache again. Stays registered for the life of the process. Thread-safe, non-blocking, legal during
- * capture. Errors: mtiaErrorInvalidValue (cb NULL). */
-MTIA_API mtiaError_t mtiaAttachFreeMemoryCallback(int (*cb)(int dev, size_t requested, void* user), void* user);
+ * cache again. Stays registered for the life of the process. Thread-safe, non-blocking, legal
+ * during capture. Errors: mtiaErrorInvalidValue (cb NULL). */
+MTIA_API mtiaError_t mtiaAttachFreeMemoryCallback(int (*cb)(int dev, size_t requested, void* user),
+                                                  void* user);
 
 /* ---- Memory pools ----------------------------------------------------------- */
 
@@ -500,18 +511,19 @@ MTIA_API mtiaError_t mtiaAttachFreeMemoryCallback(int (*cb)(int dev, size_t requ
  * Thread-safe, non-blocking, legal during capture. Errors: mtiaErrorInvalidValue (id NULL). */
 MTIA_API mtiaError_t mtiaGraphPoolHandle(mtiaMemPoolId_t* id);
 
-/** Routes allocations on dev to the private pool id (created on first use; a pool already in use gains
- * one more user): with a NULL filter, every allocation of the calling thread on dev; with a stream,
- * every allocation made on that stream from any thread (graph capture), and while such a stream route
- * exists the allocator neither queries events nor frees memory to the device. Blocks of a private pool
- * never serve other pools. Thread-safe, non-blocking, legal during capture.
+/** Routes allocations on dev to the private pool id (created on first use; a pool already in use
+ * gains one more user): with a NULL filter, every allocation of the calling thread on dev; with a
+ * stream, every allocation made on that stream from any thread (graph capture), and while such a
+ * stream route exists the allocator neither queries events nor frees memory to the device. Blocks
+ * of a private pool never serve other pools. Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidValue (id {0,0}, or filter is a stream of another device),
- * mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState (the
- * filter is already routed to a pool). */
-MTIA_API mtiaError_t mtiaMemPoolBeginAllocateToPool(int dev, mtiaMemPoolId_t id, mtiaStream_t filter);
+ * mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorInvalidHandle (filter), mtiaErrorIllegalState
+ * (the filter is already routed to a pool). */
+MTIA_API mtiaError_t mtiaMemPoolBeginAllocateToPool(int dev, mtiaMemPoolId_t id,
+                                                    mtiaStream_t filter);
 
-/** Ends the routes to pool id on dev that the calling thread opened with a NULL filter and every stream
- * route to it. The pool keeps its memory. Thread-safe, non-blocking, legal during capture.
+/** Ends the routes to pool id on dev that the calling thread opened with a NULL filter and every
+ * stream route to it. The pool keeps its memory. Thread-safe, non-blocking, legal during capture.
  * Errors: mtiaErrorInvalidDevice, mtiaErrorNoDevice, mtiaErrorNotFound (no route to id on dev). */
 MTIA_API mtiaError_t mtiaMemPoolEndAllocateToPool(int dev, mtiaMemPoolId_t id);
 

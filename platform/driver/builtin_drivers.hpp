@@ -10,7 +10,8 @@
 
 #include <type_traits>
 
-extern "C" __attribute__((visibility("hidden"))) std::remove_pointer_t<mtiaDriverGetOpsFn> mtiaSimDriverGetOps;
+extern "C" __attribute__((visibility("hidden"))) std::remove_pointer_t<mtiaDriverGetOpsFn>
+    mtiaSimDriverGetOps;
 
 namespace mtia::driver {
 

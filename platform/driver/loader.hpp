@@ -11,8 +11,8 @@ namespace mtia::driver {
 
 // A driver linked into the library (the simulated device).
 struct BuiltinDriver {
-  const char* name;
-  mtiaDriverGetOpsFn getOps;
+    const char* name;
+    mtiaDriverGetOpsFn getOps;
 };
 
 // spec: "" picks builtins[0]; a built-in's name picks it; a string with a '/'

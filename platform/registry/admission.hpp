@@ -14,19 +14,19 @@
 namespace mtia::registry {
 
 class Admission {
- public:
-  // Locks header.admit; status() says whether it succeeded (Code::Timeout, Code::System).
-  Admission(Header& header, std::chrono::milliseconds timeout, std::atomic<uint64_t>& recoveries);
-  ~Admission();
-  Admission(const Admission&) = delete;
-  Admission& operator=(const Admission&) = delete;
+public:
+    // Locks header.admit; status() says whether it succeeded (Code::Timeout, Code::System).
+    Admission(Header& header, std::chrono::milliseconds timeout, std::atomic<uint64_t>& recoveries);
+    ~Admission();
+    Admission(const Admission&) = delete;
+    Admission& operator=(const Admission&) = delete;
 
-  const Status& status() const { return status_; }
+    const Status& status() const { return status_; }
 
- private:
-  Header& header_;
-  Status status_;
-  bool locked_ = false;
+private:
+    Header& header_;
+    Status status_;
+    bool locked_ = false;
 };
 
 }  // namespace mtia::registry

@@ -17,14 +17,15 @@
 namespace mtia::registry {
 
 struct CleanupReport {
-  uint32_t reaped = 0;   // slots of dead processes freed
-  uint32_t live = 0;     // live processes registered when looked at
-  bool removed = false;  // the object and its lock file are gone
-  uint32_t requestFiles = 0;  // abandoned request files removed
+    uint32_t reaped = 0;        // slots of dead processes freed
+    uint32_t live = 0;          // live processes registered when looked at
+    bool removed = false;       // the object and its lock file are gone
+    uint32_t requestFiles = 0;  // abandoned request files removed
 };
 
-// Errors: NotFound (no such registry), Unavailable (not a valid registry: removed too when nobody uses it,
-// reported as removed), Permission, Timeout, System. A registry in use is no error: removed stays false.
+// Errors: NotFound (no such registry), Unavailable (not a valid registry: removed too when nobody
+// uses it, reported as removed), Permission, Timeout, System. A registry in use is no error:
+// removed stays false.
 Status cleanupMachine(const std::string& objectName, CleanupReport& out);
 
 }  // namespace mtia::registry

@@ -17,36 +17,35 @@ constexpr int kTracked = 64;
 std::atomic<int> tracked[kTracked];
 
 void inChild() {
-  for (auto& entry : tracked) {
-    const int value = entry.exchange(0, std::memory_order_relaxed);
-    if (value != 0) ::close(value - 1);
-  }
-  detail::forks.fetch_add(1, std::memory_order_relaxed);
+    for (auto& entry : tracked) {
+        const int value = entry.exchange(0, std::memory_order_relaxed);
+        if (value != 0) ::close(value - 1);
+    }
+    detail::forks.fetch_add(1, std::memory_order_relaxed);
 }
 
 void installOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, inChild); });
+    static std::once_flag once;
+    std::call_once(once, [] { pthread_atfork(nullptr, nullptr, inChild); });
 }
 
 }  // namespace
 
 void track(int fd) {
-  installOnce();
-  for (auto& entry : tracked) {
-    int expected = 0;
-    if (entry.compare_exchange_strong(expected, fd + 1, std::memory_order_relaxed)) return;
-  }
-  // Table full (more than 64 registries open in one process): that child keeps the description,
-  // which only delays noticing the parent's death until the child exits too.
+    installOnce();
+    for (auto& entry : tracked) {
+        int expected = 0;
+        if (entry.compare_exchange_strong(expected, fd + 1, std::memory_order_relaxed)) return;
+    }
+    // Table full (more than 64 registries open in one process): that child keeps the description,
+    // which only delays noticing the parent's death until the child exits too.
 }
 
 void untrack(int fd) {
-  for (auto& entry : tracked) {
-    int expected = fd + 1;
-    if (entry.compare_exchange_strong(expected, 0, std::memory_order_relaxed)) return;
-  }
+    for (auto& entry : tracked) {
+        int expected = fd + 1;
+        if (entry.compare_exchange_strong(expected, 0, std::memory_order_relaxed)) return;
+    }
 }
-
 
 }  // namespace mtia::registry::fork_guard

@@ -18,6 +18,8 @@ extern std::atomic<uint64_t> forks;  // bumped by the child handler
 void track(int fd);
 void untrack(int fd);
 // Bumped in the child by each fork. One relaxed load: registries check it on their hot paths.
-inline uint64_t generation() { return detail::forks.load(std::memory_order_relaxed); }
+inline uint64_t generation() {
+    return detail::forks.load(std::memory_order_relaxed);
+}
 
 }  // namespace mtia::registry::fork_guard

@@ -16,15 +16,15 @@
 namespace mtia::registry {
 
 struct MachineSpec {
-  std::string name;  // MTIA_SIM_MACHINE, "" when unset
-  uint32_t devices = 0;
-  uint64_t memoryBytes = 0;  // per device
-  uint32_t engines = 0;
+    std::string name;  // MTIA_SIM_MACHINE, "" when unset
+    uint32_t devices = 0;
+    uint64_t memoryBytes = 0;  // per device
+    uint32_t engines = 0;
 
-  // "devices=2 memory=17179869184 engines=4 machine=NAME": stored in the object for listings.
-  std::string description() const;
-  // mtia_registry.v<layout>.u<uid>.<name or "default">.<16 hex digits of the configuration>
-  std::string objectName(uid_t uid) const;
+    // "devices=2 memory=17179869184 engines=4 machine=NAME": stored in the object for listings.
+    std::string description() const;
+    // mtia_registry.v<layout>.u<uid>.<name or "default">.<16 hex digits of the configuration>
+    std::string objectName(uid_t uid) const;
 };
 
 // "mtia_registry.v<layout>.u<uid>.": every registry of that user and layout starts so.
@@ -34,7 +34,8 @@ const char* shmDirectory();
 // The object and its lock file (which sits next to it) in directory.
 std::string objectPath(const std::string& directory, const std::string& objectName);
 std::string lockPath(const std::string& directory, const std::string& objectName);
-// The same in the calling user's directory as it is found now (the usual place when there is none yet).
+// The same in the calling user's directory as it is found now (the usual place when there is none
+// yet).
 std::string objectPath(const std::string& objectName);
 std::string lockPath(const std::string& objectName);
 // Names of every registry object in uid's directory, sorted (none when uid has no directory).

@@ -7,10 +7,10 @@
 namespace mtia::registry {
 
 struct ProcessIdentity {
-  uint32_t pid = 0;          // in the process's own pid namespace
-  uint64_t pidnsInode = 0;   // 0 when /proc is not readable
-  uint64_t startTime = 0;    // clock ticks after boot; 0 when unknown
-  std::string comm;          // the kernel's process name (at most 15 characters)
+    uint32_t pid = 0;         // in the process's own pid namespace
+    uint64_t pidnsInode = 0;  // 0 when /proc is not readable
+    uint64_t startTime = 0;   // clock ticks after boot; 0 when unknown
+    std::string comm;         // the kernel's process name (at most 15 characters)
 };
 
 ProcessIdentity currentProcess();

@@ -32,52 +32,59 @@
 namespace mtia::registry {
 
 enum class RequestOp : uint32_t {
-  Stop = 0,            // only the owner stores it, to end its watcher
-  SnapshotPickle = 1,  // write the memory snapshot (pickle) to requestFile()
-  SnapshotJson = 2,    // the same as JSON
+    Stop = 0,            // only the owner stores it, to end its watcher
+    SnapshotPickle = 1,  // write the memory snapshot (pickle) to requestFile()
+    SnapshotJson = 2,    // the same as JSON
 };
 
 enum class RequestResult : uint32_t {
-  Done = 0,
-  NotSupported = 1,  // no handler installed (a runtime without snapshots)
-  Failed = 2,        // the handler failed (the file could not be written)
+    Done = 0,
+    NotSupported = 1,  // no handler installed (a runtime without snapshots)
+    Failed = 2,        // the handler failed (the file could not be written)
 };
 
 constexpr uint64_t makeRequest(RequestOp op, uint32_t token) {
-  return (uint64_t{static_cast<uint32_t>(op)} << 32) | token;
+    return (uint64_t{static_cast<uint32_t>(op)} << 32) | token;
 }
-constexpr uint32_t requestToken(uint64_t word) { return static_cast<uint32_t>(word); }
-constexpr uint32_t requestOp(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+constexpr uint32_t requestToken(uint64_t word) {
+    return static_cast<uint32_t>(word);
+}
+constexpr uint32_t requestOp(uint64_t word) {
+    return static_cast<uint32_t>(word >> 32);
+}
 constexpr uint64_t makeAck(RequestResult result, uint32_t token) {
-  return (uint64_t{static_cast<uint32_t>(result)} << 32) | token;
+    return (uint64_t{static_cast<uint32_t>(result)} << 32) | token;
 }
 
-// What serves a snapshot request: writes the snapshot (op SnapshotPickle or SnapshotJson) to path and
-// returns a RequestResult. Called on the watcher thread with no registry lock held.
+// What serves a snapshot request: writes the snapshot (op SnapshotPickle or SnapshotJson) to path
+// and returns a RequestResult. Called on the watcher thread with no registry lock held.
 using RequestHandler = RequestResult (*)(RequestOp op, const char* path);
 // Installs the process's handler (nullptr: none; requests then answer NotSupported).
 void setRequestHandler(RequestHandler handler);
 RequestHandler requestHandler();
 
-// The private directory of uid's request files: <user directory>/requests, mode 0700. create: make it
-// (and the user's directory) when missing. Errors: Permission (another owner, a link, group/other bits),
-// NotFound (missing and not created), System.
+// The private directory of uid's request files: <user directory>/requests, mode 0700. create: make
+// it (and the user's directory) when missing. Errors: Permission (another owner, a link,
+// group/other bits), NotFound (missing and not created), System.
 Status requestDirectory(uid_t uid, bool create, std::string& out);
 // The same inside userDirectory, the user's directory already found (Registry::directory()).
 Status requestDirectory(const std::string& userDirectory, bool create, std::string& out);
-// "<dir>/<registry>.slot<slot>.<token>.pickle" (or .json for SnapshotJson); registry: the object's name.
-std::string requestFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
-                        RequestOp op);
+// "<dir>/<registry>.slot<slot>.<token>.pickle" (or .json for SnapshotJson); registry: the object's
+// name.
+std::string requestFile(const std::string& dir, const std::string& registry, uint32_t slot,
+                        uint32_t token, RequestOp op);
 // Where the owner writes that file until it is complete: requestFile(...) + ".tmp".
-std::string requestTempFile(const std::string& dir, const std::string& registry, uint32_t slot, uint32_t token,
-                            RequestOp op);
+std::string requestTempFile(const std::string& dir, const std::string& registry, uint32_t slot,
+                            uint32_t token, RequestOp op);
 
-// The byte of the registry's lock file a tool holds (shared) from before posting the request for token until
-// it took the answer's file. Far above the slot and opener bytes (shared_object.hpp).
-constexpr int64_t requesterLockByte(uint32_t token) { return (int64_t{1} << 32) + token; }
+// The byte of the registry's lock file a tool holds (shared) from before posting the request for
+// token until it took the answer's file. Far above the slot and opener bytes (shared_object.hpp).
+constexpr int64_t requesterLockByte(uint32_t token) {
+    return (int64_t{1} << 32) + token;
+}
 
-// Removes the files (finished and .tmp) of registry's requests in dir, of slot only when slot >= 0, whose
-// token requesterAlive says no tool waits for any more; returns how many. Never blocks.
+// Removes the files (finished and .tmp) of registry's requests in dir, of slot only when slot >= 0,
+// whose token requesterAlive says no tool waits for any more; returns how many. Never blocks.
 uint32_t removeRequestFiles(const std::string& dir, const std::string& registry, int64_t slot,
                             const std::function<bool(uint32_t token)>& requesterAlive);
 

@@ -3,7 +3,7 @@
 namespace mtia::registry {
 
 const char* codeName(Code code) {
-  switch (code) {
+    switch (code) {
     case Code::Ok: return "ok";
     case Code::InvalidArgument: return "invalid argument";
     case Code::Permission: return "permission denied";
@@ -18,8 +18,8 @@ const char* codeName(Code code) {
     case Code::Stale: return "stale";
     case Code::SelfImport: return "exported by this process";
     case Code::TableFull: return "IPC table full";
-  }
-  return "unknown";
+    }
+    return "unknown";
 }
 
 }  // namespace mtia::registry

@@ -5,11 +5,11 @@
 namespace mtia::registry::testing {
 
 enum class Point {
-  AfterTruncate,       // object created and sized, nothing written
-  AfterInitializing,   // state == Initializing, header not filled
-  BeforeReady,         // header and mutex filled, state not yet Ready
-  HoldingAdmission,    // inside reserve(), admission mutex held, nothing counted yet
-  BeforeMap,           // object file opened and checked, not yet opened again by Boost to map it
+    AfterTruncate,      // object created and sized, nothing written
+    AfterInitializing,  // state == Initializing, header not filled
+    BeforeReady,        // header and mutex filled, state not yet Ready
+    HoldingAdmission,   // inside reserve(), admission mutex held, nothing counted yet
+    BeforeMap,          // object file opened and checked, not yet opened again by Boost to map it
 };
 
 using Hook = void (*)(Point);

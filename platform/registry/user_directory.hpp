@@ -26,13 +26,15 @@
 namespace mtia::registry {
 
 struct UserDirectory {
-  std::string path;    // where the user's registry files live
-  std::string notice;  // "" normally; why and where the fall-back is used when the usual name is taken
+    std::string path;  // where the user's registry files live
+    std::string
+        notice;  // "" normally; why and where the fall-back is used when the usual name is taken
 };
 
 // Finds (create: and makes when missing) uid's directory. Errors: NotFound (missing and create is
-// false), Permission (the usual directory is the user's own but has group/other bits: the message says
-// how to fix it), System (mkdir, mkdtemp or lstat failed: the message names the path and errno text).
+// false), Permission (the usual directory is the user's own but has group/other bits: the message
+// says how to fix it), System (mkdir, mkdtemp or lstat failed: the message names the path and errno
+// text).
 Status userDirectory(uid_t uid, bool create, UserDirectory& out);
 
 // "<shmDirectory>/mtia.u<uid>": the usual place (for messages and tests).

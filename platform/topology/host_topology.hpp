@@ -21,33 +21,34 @@ const char* linkName(Link link);  // "X", "PIX", "PXB", "PHB", "NODE", "SYS"
 // A device as the topology knows it: its PCI bus id and, for a device hwloc does not list (a
 // simulated one), the NUMA node it is attached to (-1: none).
 struct DeviceLocation {
-  std::string busId;
-  int32_t numaNode = -1;
+    std::string busId;
+    int32_t numaNode = -1;
 };
 
 struct Placement {
-  std::string cpus;      // hwloc list syntax, "0-3"; "" when unknown
-  std::string nodes;     // "0", "0-1"; "" when unknown
-  int32_t numaNode = -1; // the one nearest NUMA node, -1 when none or several
+    std::string cpus;       // hwloc list syntax, "0-3"; "" when unknown
+    std::string nodes;      // "0", "0-1"; "" when unknown
+    int32_t numaNode = -1;  // the one nearest NUMA node, -1 when none or several
 };
 
 class HostTopology {
- public:
-  // Loads the host topology including PCI bridges and devices. Returns nullptr and sets error when
-  // hwloc cannot load it or an HWLOC_* input is refused (loadBoundedTopology, bounded_hwloc.hpp).
-  static std::unique_ptr<HostTopology> load(std::string& error);
-  ~HostTopology();
-  HostTopology(const HostTopology&) = delete;
-  HostTopology& operator=(const HostTopology&) = delete;
+public:
+    // Loads the host topology including PCI bridges and devices. Returns nullptr and sets error
+    // when hwloc cannot load it or an HWLOC_* input is refused (loadBoundedTopology,
+    // bounded_hwloc.hpp).
+    static std::unique_ptr<HostTopology> load(std::string& error);
+    ~HostTopology();
+    HostTopology(const HostTopology&) = delete;
+    HostTopology& operator=(const HostTopology&) = delete;
 
-  Placement place(const DeviceLocation& device) const;
-  Link link(const DeviceLocation& a, const DeviceLocation& b) const;
-  int32_t numaNodeCount() const;
+    Placement place(const DeviceLocation& device) const;
+    Link link(const DeviceLocation& a, const DeviceLocation& b) const;
+    int32_t numaNodeCount() const;
 
- private:
-  HostTopology() = default;
-  struct State;
-  std::unique_ptr<State> state_;
+private:
+    HostTopology() = default;
+    struct State;
+    std::unique_ptr<State> state_;
 };
 
 }  // namespace mtia::topology

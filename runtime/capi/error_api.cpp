@@ -6,10 +6,16 @@
 
 extern "C" {
 
-MTIA_API const char* mtiaGetErrorName(mtiaError_t error) { return mtia::errorName(error); }
+MTIA_API const char* mtiaGetErrorName(mtiaError_t error) {
+    return mtia::errorName(error);
+}
 
-MTIA_API const char* mtiaGetErrorString(mtiaError_t error) { return mtia::errorString(error); }
+MTIA_API const char* mtiaGetErrorString(mtiaError_t error) {
+    return mtia::errorString(error);
+}
 
-MTIA_API const char* mtiaGetLastErrorMessage(void) { return mtia::lastErrorMessage(); }
+MTIA_API const char* mtiaGetLastErrorMessage(void) {
+    return mtia::lastErrorMessage();
+}
 
 }  // extern "C"

@@ -13,8 +13,8 @@
 namespace mtia {
 
 struct DevicePointer {
-  Device* device;
-  allocator::Allocation allocation;
+    Device* device;
+    allocator::Allocation allocation;
 };
 
 // The device allocation ptr lies in, if any. Thread-safe, non-blocking.
@@ -24,10 +24,11 @@ std::optional<DevicePointer> findDevicePointer(Runtime& rt, const void* ptr);
 // kind must already be a valid mtiaMemcpyKind.
 void copySync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind);
 void fillSync(Runtime& rt, void* ptr, int value, size_t count);
-// Stream-ordered forms (mtiaMemcpyAsync, mtiaMemsetAsync, mtiaMemcpyPeerAsync): same checks; copies that
-// involve pageable host memory finish before returning, the others only queue (pinned memory from
-// mtiaMallocHost is recorded for the stream, as mtiaHostRecordStream does).
-void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind, streams::Stream& stream);
+// Stream-ordered forms (mtiaMemcpyAsync, mtiaMemsetAsync, mtiaMemcpyPeerAsync): same checks; copies
+// that involve pageable host memory finish before returning, the others only queue (pinned memory
+// from mtiaMallocHost is recorded for the stream, as mtiaHostRecordStream does).
+void copyAsync(Runtime& rt, void* dst, const void* src, size_t count, mtiaMemcpyKind kind,
+               streams::Stream& stream);
 void fillAsync(Runtime& rt, void* ptr, int value, size_t count, streams::Stream& stream);
 void copyPeerAsync(Runtime& rt, void* dst, int dstDev, const void* src, int srcDev, size_t count,
                    streams::Stream& stream);

@@ -9,8 +9,8 @@ namespace mtia {
 
 class Runtime;
 
-// Installs the handler for rt (once, at initialisation). Thread-safe; never blocks. Requests arriving
-// after the runtime started draining at exit are answered "failed" rather than served.
+// Installs the handler for rt (once, at initialisation). Thread-safe; never blocks. Requests
+// arriving after the runtime started draining at exit are answered "failed" rather than served.
 void installRemoteSnapshot(Runtime& rt);
 // Called at exit before the runtime drains: no snapshot is taken from then on.
 void stopRemoteSnapshot();

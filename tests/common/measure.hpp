@@ -16,7 +16,9 @@ int64_t residentBytes();
 int openFds();
 int threadCount();
 
-inline double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+inline double ms(Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+}
 
 // Whether a sanitizer that keeps freed memory around (ASan's quarantine) or wraps the allocator is
 // built in: resident-memory growth then says nothing about the runtime. (Evaluated where a test is

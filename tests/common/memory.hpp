@@ -24,22 +24,22 @@ void freeOk(void* p);
 
 // count floats of device memory on dev, freed with the owner.
 class DeviceFloats {
- public:
-  DeviceFloats(size_t count, int dev = 0);
-  ~DeviceFloats();
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
+public:
+    DeviceFloats(size_t count, int dev = 0);
+    ~DeviceFloats();
+    DeviceFloats(const DeviceFloats&) = delete;
+    DeviceFloats& operator=(const DeviceFloats&) = delete;
 
-  mtiaError_t status() const { return status_; }
-  float* get() const { return p_; }
-  operator float*() const { return p_; }
-  size_t count() const { return count_; }
-  size_t bytes() const { return count_ * sizeof(float); }
+    mtiaError_t status() const { return status_; }
+    float* get() const { return p_; }
+    operator float*() const { return p_; }
+    size_t count() const { return count_; }
+    size_t bytes() const { return count_ * sizeof(float); }
 
- private:
-  float* p_ = nullptr;
-  size_t count_;
-  mtiaError_t status_ = mtiaErrorUnknown;
+private:
+    float* p_ = nullptr;
+    size_t count_;
+    mtiaError_t status_ = mtiaErrorUnknown;
 };
 
 // Copies n floats of device memory back with the synchronous mtiaMemcpy (empty on failure, which is

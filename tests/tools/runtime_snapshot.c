@@ -7,45 +7,47 @@
 
 #include <stdio.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    mtiaError_t err_ = (call);                                                   \
-    if (err_ != mtiaSuccess) {                                                   \
-      fprintf(stderr, "runtime_snapshot: %s failed: %s\n", #call, mtiaGetLastErrorMessage()); \
-      return 1;                                                                  \
-    }                                                                            \
-  } while (0)
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        mtiaError_t err_ = (call);                                                                 \
+        if (err_ != mtiaSuccess) {                                                                 \
+            fprintf(stderr, "runtime_snapshot: %s failed: %s\n", #call,                            \
+                    mtiaGetLastErrorMessage());                                                    \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
 
-/* Not inlined, not static (the snapshot names frames from the symbol table), and with work after the
- * call, so that it is no tail call and the function's frame is on the stack when mtiaMalloc runs. */
+/* Not inlined, not static (the snapshot names frames from the symbol table), and with work after
+ * the call, so that it is no tail call and the function's frame is on the stack when mtiaMalloc
+ * runs. */
 static volatile int allocations;
 __attribute__((noinline)) mtiaError_t allocate_activations(void** p, size_t size) {
-  const mtiaError_t err = mtiaMalloc(p, size);
-  allocations = allocations + 1;
-  return err;
+    const mtiaError_t err = mtiaMalloc(p, size);
+    allocations = allocations + 1;
+    return err;
 }
 __attribute__((noinline)) mtiaError_t allocate_workspace(void** p, size_t size) {
-  const mtiaError_t err = mtiaMalloc(p, size);
-  allocations = allocations + 1;
-  return err;
+    const mtiaError_t err = mtiaMalloc(p, size);
+    allocations = allocations + 1;
+    return err;
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: runtime_snapshot OUT.json OUT.pickle\n");
-    return 2;
-  }
-  void *a = NULL, *b = NULL, *c = NULL, *w = NULL;
-  CHECK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksCpp, 0));
-  CHECK(allocate_activations(&a, 3u << 20));
-  CHECK(allocate_activations(&b, 1u << 20));
-  CHECK(allocate_workspace(&w, 512u << 10));
-  CHECK(mtiaFree(b));
-  CHECK(allocate_activations(&c, 1u << 20));
-  CHECK(mtiaMemoryDumpSnapshot(argv[1], mtiaSnapshotJson, mtiaSnapshotIncludeTraces));
-  CHECK(mtiaMemoryDumpSnapshot(argv[2], mtiaSnapshotPickle, mtiaSnapshotIncludeTraces));
-  CHECK(mtiaFree(a));
-  CHECK(mtiaFree(c));
-  CHECK(mtiaFree(w));
-  return 0;
+    if (argc != 3) {
+        fprintf(stderr, "usage: runtime_snapshot OUT.json OUT.pickle\n");
+        return 2;
+    }
+    void *a = NULL, *b = NULL, *c = NULL, *w = NULL;
+    CHECK(mtiaMemoryRecordHistory(mtiaHistoryAll, mtiaStacksCpp, 0));
+    CHECK(allocate_activations(&a, 3u << 20));
+    CHECK(allocate_activations(&b, 1u << 20));
+    CHECK(allocate_workspace(&w, 512u << 10));
+    CHECK(mtiaFree(b));
+    CHECK(allocate_activations(&c, 1u << 20));
+    CHECK(mtiaMemoryDumpSnapshot(argv[1], mtiaSnapshotJson, mtiaSnapshotIncludeTraces));
+    CHECK(mtiaMemoryDumpSnapshot(argv[2], mtiaSnapshotPickle, mtiaSnapshotIncludeTraces));
+    CHECK(mtiaFree(a));
+    CHECK(mtiaFree(c));
+    CHECK(mtiaFree(w));
+    return 0;
 }

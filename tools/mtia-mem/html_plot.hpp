@@ -20,13 +20,14 @@
 namespace mtia::mem {
 
 struct PlotOptions {
-  size_t timelineSites = 8;
-  size_t tableSites = 10;
-  size_t maxPoints = 2000;
-  size_t maxSegments = 300;
-  size_t maxBlocks = 20000;
+    size_t timelineSites = 8;
+    size_t tableSites = 10;
+    size_t maxPoints = 2000;
+    size_t maxSegments = 300;
+    size_t maxBlocks = 20000;
 };
 
-std::string renderPlot(const Snapshot& snap, const std::string& title, const PlotOptions& options = {});
+std::string renderPlot(const Snapshot& snap, const std::string& title,
+                       const PlotOptions& options = {});
 
 }  // namespace mtia::mem

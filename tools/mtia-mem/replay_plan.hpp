@@ -20,26 +20,27 @@
 namespace mtia::mem {
 
 struct ReplayOp {
-  enum Kind : uint8_t { Alloc, Free };
-  Kind kind;
-  uint16_t stream;  // index into ReplayPlan::streams (allocations only)
-  uint32_t slot;
-  uint64_t size;  // allocations only
+    enum Kind : uint8_t { Alloc, Free };
+    Kind kind;
+    uint16_t stream;  // index into ReplayPlan::streams (allocations only)
+    uint32_t slot;
+    uint64_t size;  // allocations only
 };
 
 struct ReplayPlan {
-  std::vector<uint64_t> streams;  // the trace's stream numbers, in order of first use
-  std::vector<ReplayOp> prelude;  // allocations of blocks live when the trace began
-  std::vector<ReplayOp> ops;      // the trace's allocations and frees, in order
-  uint32_t slots = 0;             // the table size: blocks live at once, prelude included
+    std::vector<uint64_t> streams;  // the trace's stream numbers, in order of first use
+    std::vector<ReplayOp> prelude;  // allocations of blocks live when the trace began
+    std::vector<ReplayOp> ops;      // the trace's allocations and frees, in order
+    uint32_t slots = 0;             // the table size: blocks live at once, prelude included
 };
 
 class PlanError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+public:
+    using std::runtime_error::runtime_error;
 };
 
-// Throws PlanError for traces beyond what one table holds (more than 65536 streams or 2^32 live blocks).
+// Throws PlanError for traces beyond what one table holds (more than 65536 streams or 2^32 live
+// blocks).
 ReplayPlan planReplay(const std::vector<TraceEntry>& entries);
 
 }  // namespace mtia::mem

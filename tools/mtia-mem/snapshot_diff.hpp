@@ -14,17 +14,17 @@
 namespace mtia::mem {
 
 struct DeviceChange {
-  uint64_t newBlocks = 0, newBytes = 0;
-  uint64_t freedBlocks = 0, freedBytes = 0;
+    uint64_t newBlocks = 0, newBytes = 0;
+    uint64_t freedBlocks = 0, freedBytes = 0;
 };
 
 struct SnapshotDiff {
-  SiteTally added;                     // live in after, not in before; stacks of the `after` snapshot
-  uint64_t freedBlocks = 0;            // live in before, not in after
-  uint64_t freedBytes = 0;
-  uint64_t beforeBlocks = 0, beforeBytes = 0;  // live blocks of each snapshot
-  uint64_t afterBlocks = 0, afterBytes = 0;
-  std::map<int, DeviceChange> devices;  // the same per device, for devices with changes
+    SiteTally added;           // live in after, not in before; stacks of the `after` snapshot
+    uint64_t freedBlocks = 0;  // live in before, not in after
+    uint64_t freedBytes = 0;
+    uint64_t beforeBlocks = 0, beforeBytes = 0;  // live blocks of each snapshot
+    uint64_t afterBlocks = 0, afterBytes = 0;
+    std::map<int, DeviceChange> devices;  // the same per device, for devices with changes
 };
 
 SnapshotDiff diffSnapshots(const Snapshot& before, const Snapshot& after);

@@ -14,8 +14,8 @@ namespace mtia::mem {
 
 // "forward (model.py:42)"; parts the frame lacks are left out.
 std::string frameLabel(const Frame& f);
-// The innermost frame not of the recording machinery (the innermost frame if all are), or null for an
-// empty stack.
+// The innermost frame not of the recording machinery (the innermost frame if all are), or null for
+// an empty stack.
 const Frame* siteFrame(const std::vector<Frame>& frames);
 // frameLabel of siteFrame, or "(no stack recorded)".
 std::string siteLabel(const StackTable& stacks, StackId id);

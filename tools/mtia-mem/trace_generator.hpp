@@ -45,16 +45,16 @@ namespace mtia::mem {
 enum class Workload { Train, TrainVarlen, KvCache };
 
 struct GenerateOptions {
-  Workload workload = Workload::Train;
-  int steps = 0;  // 0: the workload's default (training: 6 steps; kv-cache: 400 decode steps)
-  uint64_t seed = 1;
-  uint64_t budgetBytes = uint64_t{16} << 30;  // device memory the trace is sized for
+    Workload workload = Workload::Train;
+    int steps = 0;  // 0: the workload's default (training: 6 steps; kv-cache: 400 decode steps)
+    uint64_t seed = 1;
+    uint64_t budgetBytes = uint64_t{16} << 30;  // device memory the trace is sized for
 };
 
 struct GeneratedTrace {
-  Snapshot snapshot;     // one device, no segments
-  std::string model;     // what was modelled, for the user
-  uint64_t peakBytes = 0;  // peak of the requested bytes live at once
+    Snapshot snapshot;       // one device, no segments
+    std::string model;       // what was modelled, for the user
+    uint64_t peakBytes = 0;  // peak of the requested bytes live at once
 };
 
 // "train", "train-varlen", "kv-cache"; false for anything else.

@@ -16,7 +16,9 @@ namespace mtia::smi {
 void checkSeconds(const std::string& option, double given, double most);
 
 // A whole number given to option: accepts least <= given <= most; what says what it counts, for the
-// message ("repeats", "a process id"). Throws SmiError(kExitBadArguments) otherwise. Thread-safe (pure).
-void checkWhole(const std::string& option, int64_t given, int64_t least, int64_t most, const std::string& what);
+// message ("repeats", "a process id"). Throws SmiError(kExitBadArguments) otherwise. Thread-safe
+// (pure).
+void checkWhole(const std::string& option, int64_t given, int64_t least, int64_t most,
+                const std::string& what);
 
 }  // namespace mtia::smi

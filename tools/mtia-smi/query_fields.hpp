@@ -13,21 +13,22 @@ namespace mtia::smi {
 
 template <typename Row>
 struct Field {
-  const char* name;
-  const char* unit;  // "" when the value has none; "MiB", "%"
-  bool numeric;      // a JSON number rather than a string
-  const char* help;
-  // The value without its unit; empty when unavailable ([N/A] in CSV, null in JSON).
-  std::function<std::optional<std::string>(const MachineSample&, const Row&)> value;
+    const char* name;
+    const char* unit;  // "" when the value has none; "MiB", "%"
+    bool numeric;      // a JSON number rather than a string
+    const char* help;
+    // The value without its unit; empty when unavailable ([N/A] in CSV, null in JSON).
+    std::function<std::optional<std::string>(const MachineSample&, const Row&)> value;
 };
 
 const std::vector<Field<DeviceSample>>& deviceFields();
 const std::vector<Field<ProcessSample>>& processFields();
 
-// Splits "a,b , c" and looks every name up; throws SmiError(kExitBadArguments) naming an unknown field.
+// Splits "a,b , c" and looks every name up; throws SmiError(kExitBadArguments) naming an unknown
+// field.
 template <typename Row>
-std::vector<const Field<Row>*> selectFields(const std::vector<Field<Row>>& table, const std::string& list,
-                                            const char* option);
+std::vector<const Field<Row>*> selectFields(const std::vector<Field<Row>>& table,
+                                            const std::string& list, const char* option);
 
 // The --help-query-* text.
 template <typename Row>

@@ -11,22 +11,23 @@
 namespace mtia::smi {
 
 enum ExitCode : int {
-  kExitOk = 0,
-  kExitBadArguments = 2,
-  kExitNotSupported = 3,
-  kExitPermission = 4,
-  kExitNotFound = 6,
-  kExitRegistryUnavailable = 9,
-  kExitInternal = 255,
+    kExitOk = 0,
+    kExitBadArguments = 2,
+    kExitNotSupported = 3,
+    kExitPermission = 4,
+    kExitNotFound = 6,
+    kExitRegistryUnavailable = 9,
+    kExitInternal = 255,
 };
 
 class SmiError : public std::runtime_error {
- public:
-  SmiError(int exitCode, const std::string& message) : std::runtime_error(message), exitCode_(exitCode) {}
-  int exitCode() const { return exitCode_; }
+public:
+    SmiError(int exitCode, const std::string& message)
+        : std::runtime_error(message), exitCode_(exitCode) {}
+    int exitCode() const { return exitCode_; }
 
- private:
-  int exitCode_;
+private:
+    int exitCode_;
 };
 
 // Throws SmiError for a failed management-library call with the library's message (which names the

@@ -3,8 +3,8 @@
 // binary with a fixed machine and compare layouts.
 #pragma once
 
-#include "machine_sample.hpp"
 #include "json_text.hpp"
+#include "machine_sample.hpp"
 #include "query_fields.hpp"
 
 #include <mtia/mtia_ml.h>
@@ -17,8 +17,8 @@ namespace mtia::smi {
 inline constexpr int kSchemaVersion = 1;
 
 struct CsvOptions {
-  bool header = true;
-  bool units = true;
+    bool header = true;
+    bool units = true;
 };
 // "--format=csv[,noheader][,nounits]"; throws SmiError(kExitBadArguments).
 CsvOptions parseCsvFormat(const std::string& format);
@@ -33,12 +33,16 @@ std::string listJson(const MachineSample& sample);
 std::string detailText(const MachineSample& sample, const std::string& version);
 std::string detailJson(const MachineSample& sample, const std::string& version);
 // --query-gpu / --query-compute-apps
-std::string deviceQueryCsv(const MachineSample& sample, const std::vector<const Field<DeviceSample>*>& fields,
+std::string deviceQueryCsv(const MachineSample& sample,
+                           const std::vector<const Field<DeviceSample>*>& fields,
                            const CsvOptions& options);
-std::string deviceQueryJson(const MachineSample& sample, const std::vector<const Field<DeviceSample>*>& fields);
-std::string processQueryCsv(const MachineSample& sample, const std::vector<const Field<ProcessSample>*>& fields,
+std::string deviceQueryJson(const MachineSample& sample,
+                            const std::vector<const Field<DeviceSample>*>& fields);
+std::string processQueryCsv(const MachineSample& sample,
+                            const std::vector<const Field<ProcessSample>*>& fields,
                             const CsvOptions& options);
-std::string processQueryJson(const MachineSample& sample, const std::vector<const Field<ProcessSample>*>& fields);
+std::string processQueryJson(const MachineSample& sample,
+                             const std::vector<const Field<ProcessSample>*>& fields);
 // dmon: a '#' header (printed once) and one row per device per tick.
 std::string dmonHeader();
 std::string dmonRows(const MachineSample& sample);
@@ -47,23 +51,26 @@ std::string dmonJson(const MachineSample& sample);
 // --all-machines: every machine of this user with a registry, by registry name. Selecting a machine
 // leaves the library reading the last one.
 struct MachineReading {
-  std::string description;  // "devices=2 memory=... engines=4 machine=NAME"
-  MachineSample sample;
+    std::string description;  // "devices=2 memory=... engines=4 machine=NAME"
+    MachineSample sample;
 };
 std::vector<MachineReading> readAllMachines();  // throws SmiError
-std::string allMachinesText(const std::vector<MachineReading>& machines, bool list, const std::string& version);
-std::string allMachinesJson(const std::vector<MachineReading>& machines, bool list, const std::string& version);
+std::string allMachinesText(const std::vector<MachineReading>& machines, bool list,
+                            const std::string& version);
+std::string allMachinesJson(const std::vector<MachineReading>& machines, bool list,
+                            const std::string& version);
 
-// cleanup (cleanup_command.cpp): what was reaped and removed, one line per registry or one JSON document.
-// prefix: with allMachines, only machines whose MTIA_SIM_MACHINE name starts with it. Throws SmiError.
+// cleanup (cleanup_command.cpp): what was reaped and removed, one line per registry or one JSON
+// document. prefix: with allMachines, only machines whose MTIA_SIM_MACHINE name starts with it.
+// Throws SmiError.
 std::string runCleanup(bool allMachines, const std::string& prefix, bool json);
-// mem snapshot (snapshot_command.cpp): the confirmation line. Throws SmiError (2 bad arguments, 4 another
-// user's process, 6 no such process, 3 not supported, 255 no answer in time).
+// mem snapshot (snapshot_command.cpp): the confirmation line. Throws SmiError (2 bad arguments, 4
+// another user's process, 6 no such process, 3 not supported, 255 no answer in time).
 std::string runSnapshot(int64_t pid, const std::string& file, double timeoutSeconds);
 
 // topo -m
 struct TopologySample {
-  std::vector<mtiamlTopology> devices;
+    std::vector<mtiamlTopology> devices;
 };
 TopologySample takeTopology(int32_t deviceCount);  // throws SmiError
 std::string topoText(const TopologySample& topology);

@@ -15,32 +15,33 @@
 namespace mtia {
 
 struct NativeFrame {
-  std::string module;    // the file's path ("" when the address lies in no loaded module)
-  std::string function;  // demangled; "" when no symbol covers the address
-  uintptr_t offset = 0;  // from the function's start, or from the module's load address when unnamed
+    std::string module;    // the file's path ("" when the address lies in no loaded module)
+    std::string function;  // demangled; "" when no symbol covers the address
+    uintptr_t offset =
+        0;  // from the function's start, or from the module's load address when unnamed
 };
 
 class Symbolizer {
- public:
-  Symbolizer();
-  ~Symbolizer();
-  Symbolizer(const Symbolizer&) = delete;
-  Symbolizer& operator=(const Symbolizer&) = delete;
+public:
+    Symbolizer();
+    ~Symbolizer();
+    Symbolizer(const Symbolizer&) = delete;
+    Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // The process's symbolizer (its caches live until exit). Thread-safe.
-  static Symbolizer& instance();
+    // The process's symbolizer (its caches live until exit). Thread-safe.
+    static Symbolizer& instance();
 
-  // Thread-safe; blocking on first use of a module (reads its symbol table from its file). Throws
-  // std::bad_alloc only.
-  const NativeFrame& symbolize(const void* pc);
+    // Thread-safe; blocking on first use of a module (reads its symbol table from its file). Throws
+    // std::bad_alloc only.
+    const NativeFrame& symbolize(const void* pc);
 
- private:
-  struct Module;
-  Module* moduleFor(uintptr_t pc);
+private:
+    struct Module;
+    Module* moduleFor(uintptr_t pc);
 
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Module>> modules_;
-  std::unordered_map<uintptr_t, NativeFrame> names_;
+    std::mutex mu_;
+    std::vector<std::unique_ptr<Module>> modules_;
+    std::unordered_map<uintptr_t, NativeFrame> names_;
 };
 
 }  // namespace mtia

@@ -17,42 +17,46 @@ std::atomic<mtiaFunction_t> elementwise{nullptr};
 
 // Enough blocks to spread large work over the device's engines, one block for small work.
 mtiaDim3 gridFor(uint64_t work) {
-  const uint64_t blocks = std::clamp<uint64_t>(work / 16384, 1, 16);
-  return {static_cast<uint32_t>(blocks), 1, 1};
+    const uint64_t blocks = std::clamp<uint64_t>(work / 16384, 1, 16);
+    return {static_cast<uint32_t>(blocks), 1, 1};
 }
 
 }  // namespace
 
 void loadKernelModule(const char* path) {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (elementwise.load() != nullptr) return;
-  mtiaModule_t module = nullptr;
-  MTIA_CHECK(mtiaModuleLoad(&module, path));  // kept loaded for the life of the process
-  mtiaFunction_t fn = nullptr;
-  MTIA_CHECK(mtiaModuleGetFunction(&fn, module, "mtia_torch_elementwise"));
-  elementwise.store(fn);
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (elementwise.load() != nullptr) return;
+    mtiaModule_t module = nullptr;
+    MTIA_CHECK(mtiaModuleLoad(&module, path));  // kept loaded for the life of the process
+    mtiaFunction_t fn = nullptr;
+    MTIA_CHECK(mtiaModuleGetFunction(&fn, module, "mtia_torch_elementwise"));
+    elementwise.store(fn);
 }
 
-bool kernelModuleLoaded() { return elementwise.load() != nullptr; }
+bool kernelModuleLoaded() {
+    return elementwise.load() != nullptr;
+}
 
 void launchElementwise(const mtiaTorchElementwise& params) {
-  mtiaFunction_t fn = elementwise.load();
-  TORCH_CHECK(fn != nullptr, "torch_mtia: the kernel module is not loaded (import torch_mtia first)");
-  if (params.numel == 0) return;
-  void* args[] = {const_cast<mtiaTorchElementwise*>(&params)};
-  const mtiaDim3 grid = params.op == mtiaTorchOpSumInto ? mtiaDim3{1, 1, 1} : gridFor(params.numel);
-  MTIA_CHECK(mtiaLaunchKernel(fn, grid, mtiaDim3{1, 1, 1}, args, 0, nullptr));
+    mtiaFunction_t fn = elementwise.load();
+    TORCH_CHECK(fn != nullptr,
+                "torch_mtia: the kernel module is not loaded (import torch_mtia first)");
+    if (params.numel == 0) return;
+    void* args[] = {const_cast<mtiaTorchElementwise*>(&params)};
+    const mtiaDim3 grid =
+        params.op == mtiaTorchOpSumInto ? mtiaDim3{1, 1, 1} : gridFor(params.numel);
+    MTIA_CHECK(mtiaLaunchKernel(fn, grid, mtiaDim3{1, 1, 1}, args, 0, nullptr));
 }
 
 void launchBuiltin(const char* name, std::initializer_list<const void*> args, uint64_t work) {
-  mtiaFunction_t fn = nullptr;
-  MTIA_CHECK(mtiaGetBuiltinFunction(&fn, name));
-  std::vector<void*> values;
-  values.reserve(args.size());
-  for (const void* a : args) values.push_back(const_cast<void*>(a));
-  MTIA_CHECK(mtiaLaunchKernel(fn, gridFor(work), mtiaDim3{1, 1, 1}, values.empty() ? nullptr : values.data(), 0,
-                              nullptr));
+    mtiaFunction_t fn = nullptr;
+    MTIA_CHECK(mtiaGetBuiltinFunction(&fn, name));
+    std::vector<void*> values;
+    values.reserve(args.size());
+    for (const void* a : args) values.push_back(const_cast<void*>(a));
+    MTIA_CHECK(mtiaLaunchKernel(fn, gridFor(work), mtiaDim3{1, 1, 1},
+                                values.empty() ? nullptr : values.data(), 0, nullptr));
 }
 
 }  // namespace torch_mtia

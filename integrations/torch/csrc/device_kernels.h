@@ -18,8 +18,8 @@ bool kernelModuleLoaded();
 
 void launchElementwise(const mtiaTorchElementwise& params);
 
-// A built-in kernel by name (mtiaGetBuiltinFunction); args point at the argument values, work is the
-// element count that sizes the grid.
+// A built-in kernel by name (mtiaGetBuiltinFunction); args point at the argument values, work is
+// the element count that sizes the grid.
 void launchBuiltin(const char* name, std::initializer_list<const void*> args, uint64_t work);
 
 }  // namespace torch_mtia

@@ -1,9 +1,9 @@
 // How often each operator went through the CPU fallback (ops_tensor.cpp) instead of a PrivateUse1
-// kernel: the tests prove with it that the device kernels ran, and a user can see which operators of a
-// model leave the device.
+// kernel: the tests prove with it that the device kernels ran, and a user can see which operators
+// of a model leave the device.
 //
-// Thread safety: every function may be called from any thread (one mutex). Blocking: never waits for
-// the device. Legal during graph capture (host bookkeeping only). No errors.
+// Thread safety: every function may be called from any thread (one mutex). Blocking: never waits
+// for the device. Legal during graph capture (host bookkeeping only). No errors.
 #pragma once
 
 #include <cstdint>

@@ -7,18 +7,19 @@
 namespace torch_mtia {
 
 const char* describeFailure(mtiaError_t status, const char* call) {
-  thread_local std::string message;
-  message = std::string(call) + " failed: " + mtiaGetErrorName(status) + ": " + mtiaGetLastErrorMessage();
-  return message.c_str();
+    thread_local std::string message;
+    message = std::string(call) + " failed: " + mtiaGetErrorName(status) + ": " +
+              mtiaGetLastErrorMessage();
+    return message.c_str();
 }
 
 void checkMtia(mtiaError_t status, const char* call) {
-  if (status == mtiaSuccess) return;
-  const std::string message = describeFailure(status, call);
-  if (status == mtiaErrorMemoryAllocation) {
-    TORCH_CHECK_WITH(OutOfMemoryError, false, message);
-  }
-  TORCH_CHECK(false, message);
+    if (status == mtiaSuccess) return;
+    const std::string message = describeFailure(status, call);
+    if (status == mtiaErrorMemoryAllocation) {
+        TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+    }
+    TORCH_CHECK(false, message);
 }
 
 }  // namespace torch_mtia

@@ -1,6 +1,6 @@
 // Turns a failed C ABI call into a PyTorch error (c10::Error, which Python sees as RuntimeError;
-// c10::OutOfMemoryError for mtiaErrorMemoryAllocation, torch.cuda.OutOfMemoryError in Python, itself a
-// RuntimeError). The message names the call, the status and the runtime's own message.
+// c10::OutOfMemoryError for mtiaErrorMemoryAllocation, torch.cuda.OutOfMemoryError in Python,
+// itself a RuntimeError). The message names the call, the status and the runtime's own message.
 #pragma once
 
 #include <mtia/mtia.h>

@@ -1,7 +1,7 @@
 // PrivateUse1 kernels that make and move tensors: empty, empty_strided, copies in every direction,
-// fill_, zero_, the view kernels, resize_, and the CPU fallback for every other operator. Device work
-// goes through the C ABI on the current stream of the tensor's device, so it is ordered with the
-// kernels launched there.
+// fill_, zero_, the view kernels, resize_, and the CPU fallback for every other operator. Device
+// work goes through the C ABI on the current stream of the tensor's device, so it is ordered with
+// the kernels launched there.
 #include "allocator.h"
 #include "device_kernels.h"
 #include "fallback_counts.h"
@@ -24,225 +24,242 @@ namespace torch_mtia {
 namespace {
 
 c10::Device targetDevice(c10::optional<c10::Device> device) {
-  c10::Device d = device.value_or(c10::Device(kDeviceType));
-  TORCH_CHECK(d.type() == kDeviceType, "torch_mtia: expected an MTIA device, got ", d);
-  return d.has_index() ? d : c10::Device(kDeviceType, currentDevice());
+    c10::Device d = device.value_or(c10::Device(kDeviceType));
+    TORCH_CHECK(d.type() == kDeviceType, "torch_mtia: expected an MTIA device, got ", d);
+    return d.has_index() ? d : c10::Device(kDeviceType, currentDevice());
 }
 
-at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype, c10::optional<at::Layout> layout,
-                 c10::optional<c10::Device> device, c10::optional<bool> pinMemory,
-                 c10::optional<c10::MemoryFormat> memoryFormat) {
-  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided, "torch_mtia: only strided tensors are supported");
-  TORCH_CHECK(!pinMemory.value_or(false), "torch_mtia: pin_memory applies to CPU tensors only");
-  const c10::Device d = targetDevice(device);
-  const c10::DeviceGuard guard(d);
-  return at::detail::empty_generic(c10::asIntArrayRefSlow(size), deviceAllocator(),
-                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                   c10::dtype_or_default(dtype), memoryFormat);
+at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype,
+                 c10::optional<at::Layout> layout, c10::optional<c10::Device> device,
+                 c10::optional<bool> pinMemory, c10::optional<c10::MemoryFormat> memoryFormat) {
+    TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+                "torch_mtia: only strided tensors are supported");
+    TORCH_CHECK(!pinMemory.value_or(false), "torch_mtia: pin_memory applies to CPU tensors only");
+    const c10::Device d = targetDevice(device);
+    const c10::DeviceGuard guard(d);
+    return at::detail::empty_generic(c10::asIntArrayRefSlow(size), deviceAllocator(),
+                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                     c10::dtype_or_default(dtype), memoryFormat);
 }
 
-at::Tensor emptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride, c10::optional<at::ScalarType> dtype,
-                        c10::optional<at::Layout> layout, c10::optional<c10::Device> device,
-                        c10::optional<bool> pinMemory) {
-  TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided, "torch_mtia: only strided tensors are supported");
-  TORCH_CHECK(!pinMemory.value_or(false), "torch_mtia: pin_memory applies to CPU tensors only");
-  const c10::Device d = targetDevice(device);
-  const c10::DeviceGuard guard(d);
-  return at::detail::empty_strided_generic(c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride),
-                                           deviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           c10::dtype_or_default(dtype));
+at::Tensor emptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                        c10::optional<at::ScalarType> dtype, c10::optional<at::Layout> layout,
+                        c10::optional<c10::Device> device, c10::optional<bool> pinMemory) {
+    TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
+                "torch_mtia: only strided tensors are supported");
+    TORCH_CHECK(!pinMemory.value_or(false), "torch_mtia: pin_memory applies to CPU tensors only");
+    const c10::Device d = targetDevice(device);
+    const c10::DeviceGuard guard(d);
+    return at::detail::empty_strided_generic(
+        c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride), deviceAllocator(),
+        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
 
-size_t byteCount(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
+size_t byteCount(const at::Tensor& t) {
+    return static_cast<size_t>(t.numel()) * t.element_size();
+}
 
-// The bytes of a contiguous CPU tensor into a contiguous device tensor of the same dtype, on the current
-// stream. From pageable memory it returns once copied; from pinned memory at once (non_blocking).
+// The bytes of a contiguous CPU tensor into a contiguous device tensor of the same dtype, on the
+// current stream. From pageable memory it returns once copied; from pinned memory at once
+// (non_blocking).
 void hostToDevice(const at::Tensor& dst, const at::Tensor& src) {
-  MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), byteCount(src), mtiaMemcpyHostToDevice, nullptr));
+    MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), byteCount(src),
+                               mtiaMemcpyHostToDevice, nullptr));
 }
 
 void deviceToHost(const at::Tensor& dst, const at::Tensor& src, bool nonBlocking) {
-  MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), byteCount(src), mtiaMemcpyDeviceToHost, nullptr));
-  // Pageable destinations are complete already; pinned ones only when the stream gets there.
-  if (!nonBlocking) MTIA_CHECK(mtiaStreamSynchronize(nullptr));
+    MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), byteCount(src),
+                               mtiaMemcpyDeviceToHost, nullptr));
+    // Pageable destinations are complete already; pinned ones only when the stream gets there.
+    if (!nonBlocking) MTIA_CHECK(mtiaStreamSynchronize(nullptr));
 }
 
 bool sameLayout(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.is_contiguous() && b.is_contiguous();
+    return a.scalar_type() == b.scalar_type() && a.is_contiguous() && b.is_contiguous();
 }
 
 // Whether a and b are the same elements (a copy between them changes nothing).
 bool sameElements(const at::Tensor& a, const at::Tensor& b) {
-  return a.is_alias_of(b) && a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() &&
-         a.strides() == b.strides() && a.scalar_type() == b.scalar_type();
+    return a.is_alias_of(b) && a.storage_offset() == b.storage_offset() && a.sizes() == b.sizes() &&
+           a.strides() == b.strides() && a.scalar_type() == b.scalar_type();
 }
 
-// PyTorch 1.13's copy_ hands PrivateUse1 copies to _copy_from before its own broadcasting and overlap
-// checks, so they are done here: the source is broadcast to the destination's shape, and a destination
-// whose elements overlap each other or partly overlap the source is refused, as the CPU refuses it.
+// PyTorch 1.13's copy_ hands PrivateUse1 copies to _copy_from before its own broadcasting and
+// overlap checks, so they are done here: the source is broadcast to the destination's shape, and a
+// destination whose elements overlap each other or partly overlap the source is refused, as the CPU
+// refuses it.
 at::Tensor copyFrom(const at::Tensor& from, const at::Tensor& dst, bool nonBlocking) {
-  const at::Tensor self = from.sizes() == dst.sizes() ? from : from.expand(dst.sizes());
-  if (self.numel() == 0 || sameElements(self, dst)) return dst;
-  at::assert_no_internal_overlap(dst);
-  at::assert_no_partial_overlap(dst, self);
-  const bool fromDevice = isDevice(self);
-  const bool toDevice = isDevice(dst);
-  if (fromDevice && toDevice && self.device() != dst.device()) {
-    // Between devices through the host: correct, ordered after both devices' current streams.
-    at::Tensor staged = self.to(at::kCPU);
-    dst.copy_(staged);
-    return dst;
-  }
-  if (fromDevice && toDevice) {
-    const c10::DeviceGuard guard(dst.device());
+    const at::Tensor self = from.sizes() == dst.sizes() ? from : from.expand(dst.sizes());
+    if (self.numel() == 0 || sameElements(self, dst)) return dst;
+    at::assert_no_internal_overlap(dst);
+    at::assert_no_partial_overlap(dst, self);
+    const bool fromDevice = isDevice(self);
+    const bool toDevice = isDevice(dst);
+    if (fromDevice && toDevice && self.device() != dst.device()) {
+        // Between devices through the host: correct, ordered after both devices' current streams.
+        at::Tensor staged = self.to(at::kCPU);
+        dst.copy_(staged);
+        return dst;
+    }
+    if (fromDevice && toDevice) {
+        const c10::DeviceGuard guard(dst.device());
+        if (sameLayout(self, dst)) {
+            MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), self.data_ptr(), byteCount(dst),
+                                       mtiaMemcpyDeviceToDevice, nullptr));
+        } else {
+            copyOnDevice(dst, self);
+        }
+        return dst;
+    }
+    if (toDevice) {  // host to device
+        TORCH_CHECK(self.device().is_cpu(), "torch_mtia: cannot copy from ", self.device());
+        const c10::DeviceGuard guard(dst.device());
+        const at::Tensor source = self.to(dst.scalar_type()).contiguous();
+        if (dst.is_contiguous()) {
+            hostToDevice(dst, source);
+        } else {
+            at::Tensor staged = emptyDevice(dst.sizes(), dst.scalar_type(), dst.device());
+            hostToDevice(staged, source);
+            copyOnDevice(dst, staged);
+        }
+        return dst;
+    }
+    // device to host
+    TORCH_CHECK(dst.device().is_cpu(), "torch_mtia: cannot copy to ", dst.device());
+    const c10::DeviceGuard guard(self.device());
     if (sameLayout(self, dst)) {
-      MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), self.data_ptr(), byteCount(dst), mtiaMemcpyDeviceToDevice, nullptr));
-    } else {
-      copyOnDevice(dst, self);
+        deviceToHost(dst, self, nonBlocking);
+        return dst;
     }
+    const at::Tensor source = kernelSupports(dst.scalar_type())
+                                  ? contiguousOnDevice(self, dst.scalar_type())
+                                  : contiguousOnDevice(self, self.scalar_type());
+    at::Tensor host = at::empty(dst.sizes(), dst.options().dtype(source.scalar_type()));
+    deviceToHost(host, source, /*nonBlocking=*/false);
+    dst.copy_(host);
     return dst;
-  }
-  if (toDevice) {  // host to device
-    TORCH_CHECK(self.device().is_cpu(), "torch_mtia: cannot copy from ", self.device());
-    const c10::DeviceGuard guard(dst.device());
-    const at::Tensor source = self.to(dst.scalar_type()).contiguous();
-    if (dst.is_contiguous()) {
-      hostToDevice(dst, source);
-    } else {
-      at::Tensor staged = emptyDevice(dst.sizes(), dst.scalar_type(), dst.device());
-      hostToDevice(staged, source);
-      copyOnDevice(dst, staged);
-    }
-    return dst;
-  }
-  // device to host
-  TORCH_CHECK(dst.device().is_cpu(), "torch_mtia: cannot copy to ", dst.device());
-  const c10::DeviceGuard guard(self.device());
-  if (sameLayout(self, dst)) {
-    deviceToHost(dst, self, nonBlocking);
-    return dst;
-  }
-  const at::Tensor source =
-      kernelSupports(dst.scalar_type()) ? contiguousOnDevice(self, dst.scalar_type()) : contiguousOnDevice(self, self.scalar_type());
-  at::Tensor host = at::empty(dst.sizes(), dst.options().dtype(source.scalar_type()));
-  deviceToHost(host, source, /*nonBlocking=*/false);
-  dst.copy_(host);
-  return dst;
 }
 
 at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
-  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
-  return copyFrom(self, dst, false);
+    if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+    return copyFrom(self, dst, false);
 }
 
 at::Tensor asStrided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
                      c10::optional<c10::SymInt> storageOffset) {
-  c10::optional<int64_t> offset;
-  if (storageOffset) offset = storageOffset->expect_int();
-  return at::native::as_strided_tensorimpl(self, c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride),
-                                           offset);
+    c10::optional<int64_t> offset;
+    if (storageOffset) offset = storageOffset->expect_int();
+    return at::native::as_strided_tensorimpl(self, c10::asIntArrayRefSlow(size),
+                                             c10::asIntArrayRefSlow(stride), offset);
 }
 
 at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
-  return at::native::view(self, c10::asIntArrayRefSlow(size));
+    return at::native::view(self, c10::asIntArrayRefSlow(size));
 }
 
-at::Tensor reshapeAlias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
-  return at::native::_reshape_alias(self, c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride));
+at::Tensor reshapeAlias(const at::Tensor& self, c10::SymIntArrayRef size,
+                        c10::SymIntArrayRef stride) {
+    return at::native::_reshape_alias(self, c10::asIntArrayRefSlow(size),
+                                      c10::asIntArrayRefSlow(stride));
 }
 
 // Grows the storage through our allocator, copying the old bytes on the current stream (a host
 // memcpy, as the CPU resize does, would ignore stream order).
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
                          c10::optional<c10::MemoryFormat> memoryFormat) {
-  const at::IntArrayRef size = c10::asIntArrayRefSlow(symSize);
-  const c10::DeviceGuard guard(self.device());
-  auto* impl = self.unsafeGetTensorImpl();
-  const auto format = memoryFormat.value_or(c10::MemoryFormat::Contiguous);
-  TORCH_CHECK(format != c10::MemoryFormat::Preserve, "torch_mtia: resize_ does not support Preserve");
-  int64_t numel = 1;
-  for (int64_t s : size) {
-    TORCH_CHECK(s >= 0, "torch_mtia: resize_ to negative size ", size);
-    numel *= s;
-  }
-  const size_t needed = static_cast<size_t>(numel + impl->storage_offset()) * self.element_size();
-  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
-  if (needed > storage->nbytes()) {
-    TORCH_CHECK(storage->resizable(), "torch_mtia: resize_ of a storage that is not resizable");
-    c10::DataPtr grown = deviceAllocator()->allocate(needed);
-    if (storage->nbytes() != 0) {
-      MTIA_CHECK(mtiaMemcpyAsync(grown.get(), storage->data(), storage->nbytes(), mtiaMemcpyDeviceToDevice, nullptr));
-      // The copy reads the old block on the current stream, which need not be the stream it was
-      // allocated on: dropping it below must not let that stream reuse it before the copy ran.
-      MTIA_CHECK(mtiaRecordStream(storage->data(), nullptr));
+    const at::IntArrayRef size = c10::asIntArrayRefSlow(symSize);
+    const c10::DeviceGuard guard(self.device());
+    auto* impl = self.unsafeGetTensorImpl();
+    const auto format = memoryFormat.value_or(c10::MemoryFormat::Contiguous);
+    TORCH_CHECK(format != c10::MemoryFormat::Preserve,
+                "torch_mtia: resize_ does not support Preserve");
+    int64_t numel = 1;
+    for (int64_t s : size) {
+        TORCH_CHECK(s >= 0, "torch_mtia: resize_ to negative size ", size);
+        numel *= s;
     }
-    storage->set_data_ptr_noswap(std::move(grown));
-    storage->set_nbytes(needed);
-  }
-  impl->set_sizes_contiguous(size);
-  if (format != c10::MemoryFormat::Contiguous) impl->empty_tensor_restride(format);
-  return self;
+    const size_t needed = static_cast<size_t>(numel + impl->storage_offset()) * self.element_size();
+    c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+    if (needed > storage->nbytes()) {
+        TORCH_CHECK(storage->resizable(), "torch_mtia: resize_ of a storage that is not resizable");
+        c10::DataPtr grown = deviceAllocator()->allocate(needed);
+        if (storage->nbytes() != 0) {
+            MTIA_CHECK(mtiaMemcpyAsync(grown.get(), storage->data(), storage->nbytes(),
+                                       mtiaMemcpyDeviceToDevice, nullptr));
+            // The copy reads the old block on the current stream, which need not be the stream it
+            // was allocated on: dropping it below must not let that stream reuse it before the copy
+            // ran.
+            MTIA_CHECK(mtiaRecordStream(storage->data(), nullptr));
+        }
+        storage->set_data_ptr_noswap(std::move(grown));
+        storage->set_nbytes(needed);
+    }
+    impl->set_sizes_contiguous(size);
+    if (format != c10::MemoryFormat::Contiguous) impl->empty_tensor_restride(format);
+    return self;
 }
 
 at::Tensor& fill(at::Tensor& self, const c10::Scalar& value) {
-  if (self.numel() == 0) return self;
-  const c10::DeviceGuard guard(self.device());
-  if (self.scalar_type() == at::kFloat && self.is_contiguous()) {
-    const float v = value.toFloat();
-    const uint64_t n = static_cast<uint64_t>(self.numel());
-    void* ptr = self.data_ptr();
-    launchBuiltin("fill_f32", {&ptr, &v, &n}, n);
+    if (self.numel() == 0) return self;
+    const c10::DeviceGuard guard(self.device());
+    if (self.scalar_type() == at::kFloat && self.is_contiguous()) {
+        const float v = value.toFloat();
+        const uint64_t n = static_cast<uint64_t>(self.numel());
+        void* ptr = self.data_ptr();
+        launchBuiltin("fill_f32", {&ptr, &v, &n}, n);
+        return self;
+    }
+    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpFill, self, self.sizes());
+    setScalar(p.alpha, p.ialpha, value);
+    launchElementwise(p);
     return self;
-  }
-  mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpFill, self, self.sizes());
-  setScalar(p.alpha, p.ialpha, value);
-  launchElementwise(p);
-  return self;
 }
 
 at::Tensor& zero(at::Tensor& self) {
-  if (self.numel() == 0) return self;
-  const c10::DeviceGuard guard(self.device());
-  if (self.is_contiguous()) {
-    MTIA_CHECK(mtiaMemsetAsync(self.data_ptr(), 0, byteCount(self), nullptr));
-    return self;
-  }
-  return fill(self, 0);
+    if (self.numel() == 0) return self;
+    const c10::DeviceGuard guard(self.device());
+    if (self.is_contiguous()) {
+        MTIA_CHECK(mtiaMemsetAsync(self.data_ptr(), 0, byteCount(self), nullptr));
+        return self;
+    }
+    return fill(self, 0);
 }
 
 // Tensor.record_stream: the storage is not reused after its free until stream's work queued before
 // the free has finished.
 void recordStream(at::Tensor& self, c10::Stream s) {
-  void* base = self.storage().data_ptr().get();
-  if (base == nullptr) return;
-  MTIA_CHECK(mtiaRecordStream(base, streamHandle(s)));
+    void* base = self.storage().data_ptr().get();
+    if (base == nullptr) return;
+    MTIA_CHECK(mtiaRecordStream(base, streamHandle(s)));
 }
 
-// Every operator without a PrivateUse1 kernel: its device arguments are copied to the host (after the
-// work queued on their device's current stream, through copyFrom), run on the CPU, and the results
-// copied back. Each run is counted (fallback_counts.h).
+// Every operator without a PrivateUse1 kernel: its device arguments are copied to the host (after
+// the work queued on their device's current stream, through copyFrom), run on the CPU, and the
+// results copied back. Each run is counted (fallback_counts.h).
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const c10::OperatorName& name = op.operator_name();
-  countFallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
-  at::native::cpu_fallback(op, stack);
+    const c10::OperatorName& name = op.operator_name();
+    countFallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+    at::native::cpu_fallback(op, stack);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("empty.memory_format", TORCH_FN(empty));
-  m.impl("empty_strided", TORCH_FN(emptyStrided));
-  m.impl("_copy_from", TORCH_FN(copyFrom));
-  m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
-  m.impl("as_strided", TORCH_FN(asStrided));
-  m.impl("view", TORCH_FN(view));
-  m.impl("_reshape_alias", TORCH_FN(reshapeAlias));
-  m.impl("resize_", TORCH_FN(resize));
-  m.impl("fill_.Scalar", TORCH_FN(fill));
-  m.impl("zero_", TORCH_FN(zero));
-  m.impl("record_stream", TORCH_FN(recordStream));
+    m.impl("empty.memory_format", TORCH_FN(empty));
+    m.impl("empty_strided", TORCH_FN(emptyStrided));
+    m.impl("_copy_from", TORCH_FN(copyFrom));
+    m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
+    m.impl("as_strided", TORCH_FN(asStrided));
+    m.impl("view", TORCH_FN(view));
+    m.impl("_reshape_alias", TORCH_FN(reshapeAlias));
+    m.impl("resize_", TORCH_FN(resize));
+    m.impl("fill_.Scalar", TORCH_FN(fill));
+    m.impl("zero_", TORCH_FN(zero));
+    m.impl("record_stream", TORCH_FN(recordStream));
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>()); }
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+    m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
+}
 
 }  // namespace torch_mtia

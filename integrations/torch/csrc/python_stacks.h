@@ -1,5 +1,5 @@
-// The framework context provider (mtiaMemorySetContextProvider) that records the Python stack of each
-// allocation made while history recording runs with Python stacks.
+// The framework context provider (mtiaMemorySetContextProvider) that records the Python stack of
+// each allocation made while history recording runs with Python stacks.
 #pragma once
 
 namespace torch_mtia {

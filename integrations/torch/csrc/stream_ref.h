@@ -15,10 +15,13 @@ namespace torch_mtia {
 
 using StreamRef = std::pair<int64_t, int>;  // (runtime stream id, device index)
 
-inline StreamRef ref(const c10::Stream& s) { return {s.id(), s.device_index()}; }
+inline StreamRef ref(const c10::Stream& s) {
+    return {s.id(), s.device_index()};
+}
 
 inline c10::Stream stream(const StreamRef& r) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(r.second)), r.first);
+    return c10::Stream(c10::Stream::UNSAFE,
+                       c10::Device(kDeviceType, static_cast<c10::DeviceIndex>(r.second)), r.first);
 }
 
 }  // namespace torch_mtia

@@ -1,7 +1,8 @@
-// PyTorch streams (c10::Stream of PrivateUse1) over the runtime's streams. A c10::Stream's id is the
-// runtime's int64 stream id (mtiaStreamGetId, never reused), which mtiaStreamFromId turns back into the
-// handle, so a stream survives PyTorch's packing into Python integers (48 bits of id, ample for a
-// counter). Streams from the pool are created once per device and priority and live for the process.
+// PyTorch streams (c10::Stream of PrivateUse1) over the runtime's streams. A c10::Stream's id is
+// the runtime's int64 stream id (mtiaStreamGetId, never reused), which mtiaStreamFromId turns back
+// into the handle, so a stream survives PyTorch's packing into Python integers (48 bits of id,
+// ample for a counter). Streams from the pool are created once per device and priority and live for
+// the process.
 #pragma once
 
 #include <mtia/mtia.h>
@@ -30,11 +31,11 @@ c10::Stream defaultStream(c10::DeviceIndex index);
 // A stream of a fixed pool per device and priority, handed out round robin.
 c10::Stream poolStream(c10::DeviceIndex index, bool highPriority);
 
-// A stream on device index with priority (clamped by the runtime) that no caller holds: one released
-// earlier with that device and priority, else a new one. The caller hands it back with releaseStream.
-// Streams are never destroyed (they live for the process, at most as many per device and priority as
-// were held at once): a released stream may still be current on some thread or named by a
-// c10::Stream that PyTorch keeps, and destroying it would turn those into dangling ids.
+// A stream on device index with priority (clamped by the runtime) that no caller holds: one
+// released earlier with that device and priority, else a new one. The caller hands it back with
+// releaseStream. Streams are never destroyed (they live for the process, at most as many per device
+// and priority as were held at once): a released stream may still be current on some thread or
+// named by a c10::Stream that PyTorch keeps, and destroying it would turn those into dangling ids.
 c10::Stream createStream(c10::DeviceIndex index, int priority);
 void releaseStream(const c10::Stream& stream, int priority);
 
@@ -45,14 +46,14 @@ c10::Stream currentStreamNoThrow(c10::DeviceIndex index) noexcept;
 
 // Sets the current device for its lifetime and restores the previous one.
 class DeviceScope {
- public:
-  explicit DeviceScope(c10::DeviceIndex index);
-  ~DeviceScope();
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
+public:
+    explicit DeviceScope(c10::DeviceIndex index);
+    ~DeviceScope();
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
 
- private:
-  int previous_ = -1;
+private:
+    int previous_ = -1;
 };
 
 }  // namespace torch_mtia

@@ -17,7 +17,8 @@ bool kernelSupports(at::ScalarType type);
 // (size-1 dims and missing leading dims get stride 0).
 mtiaTorchTensorArg tensorArg(const at::Tensor& t, at::IntArrayRef sizes);
 
-// An elementwise launch over sizes with op, out already set; throws beyond MTIA_TORCH_MAX_DIMS dims.
+// An elementwise launch over sizes with op, out already set; throws beyond MTIA_TORCH_MAX_DIMS
+// dims.
 mtiaTorchElementwise elementwiseOver(int32_t op, const at::Tensor& out, at::IntArrayRef sizes);
 
 // Sets the float and the integer form of a scalar (alpha or beta).

@@ -6,4 +6,5 @@
 #include <torch/version.h>
 
 // c10::Allocator::allocate lost its const in PyTorch 2.3.
-#define TORCH_MTIA_ALLOCATE_IS_CONST (TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 3))
+#define TORCH_MTIA_ALLOCATE_IS_CONST                                                               \
+    (TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 3))

@@ -1,7 +1,7 @@
 // The stream/event conformance tests' view of the shared test helpers (tests/common): status
-// assertions, scopes, latches, calls that might hang, device buffers and process measurements. Their
-// EXPECT_FAILS(want, call, arg) requires the last-error message to name the called function and the
-// argument. Uses only the public header.
+// assertions, scopes, latches, calls that might hang, device buffers and process measurements.
+// Their EXPECT_FAILS(want, call, arg) requires the last-error message to name the called function
+// and the argument. Uses only the public header.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -28,8 +28,8 @@ void removeMachine(const MachineSpec& spec);
 std::unique_ptr<Registry> openOrFail(const MachineSpec& spec, Registry::Options options = {});
 
 using ::mtia_test::forkChild;
-using ::mtia_test::KillOnExit;
 using ::mtia_test::killChild;
+using ::mtia_test::KillOnExit;
 using ::mtia_test::waitChild;
 // One-shot signal between processes.
 using Gate = ::mtia_test::ChildGate;

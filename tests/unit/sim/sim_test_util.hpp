@@ -23,30 +23,30 @@ bool envIs(const char* name, const char* value);
 
 // A base for tests that need an initialised driver.
 class SimTest : public ::testing::Test {
- protected:
-  void SetUp() override;
-  const mtiaDriverOps& d = table();
-  int32_t deviceCount() const;
-  mtiaDrvDeviceInfo info(int32_t dev) const;
-  std::string lastError() const { return d.lastErrorMessage(); }
+protected:
+    void SetUp() override;
+    const mtiaDriverOps& d = table();
+    int32_t deviceCount() const;
+    mtiaDrvDeviceInfo info(int32_t dev) const;
+    std::string lastError() const { return d.lastErrorMessage(); }
 };
 
 // Reserved, created and mapped device memory, released on destruction.
 class DeviceBuffer {
- public:
-  DeviceBuffer(int32_t dev, uint64_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* data() const { return va_; }
-  float* f32() const { return static_cast<float*>(va_); }
-  uint64_t size() const { return size_; }
+public:
+    DeviceBuffer(int32_t dev, uint64_t bytes);
+    ~DeviceBuffer();
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    void* data() const { return va_; }
+    float* f32() const { return static_cast<float*>(va_); }
+    uint64_t size() const { return size_; }
 
- private:
-  int32_t dev_;
-  uint64_t size_;
-  void* va_ = nullptr;
-  mtiaDrvMem mem_ = nullptr;
+private:
+    int32_t dev_;
+    uint64_t size_;
+    void* va_ = nullptr;
+    mtiaDrvMem mem_ = nullptr;
 };
 
 mtiaDrvQueue makeQueue(int32_t dev, int32_t priority = 0);
@@ -61,22 +61,23 @@ uint64_t submitHost(mtiaDrvQueue q, std::function<void()>* fn);
 uint64_t submitSleep(mtiaDrvQueue q, uint64_t micros);
 
 // A kernel launch command: args point at values whose types must have the kernel's sizes.
-mtiaDrvCommand kernelCommand(mtiaDrvKernel kernel, mtiaDim3 grid, void** args, mtiaDim3 block = {1, 1, 1},
-                             uint64_t sharedMem = 0);
+mtiaDrvCommand kernelCommand(mtiaDrvKernel kernel, mtiaDim3 grid, void** args,
+                             mtiaDim3 block = {1, 1, 1}, uint64_t sharedMem = 0);
 
 template <class... Args>
-mtiaError_t launchStatus(mtiaDrvQueue q, mtiaDrvKernel kernel, mtiaDim3 grid, uint64_t* seq, Args... values) {
-  void* args[sizeof...(Args) + 1] = {static_cast<void*>(&values)..., nullptr};
-  const mtiaDrvCommand cmd = kernelCommand(kernel, grid, args);
-  return table().queueSubmit(q, &cmd, seq);
+mtiaError_t launchStatus(mtiaDrvQueue q, mtiaDrvKernel kernel, mtiaDim3 grid, uint64_t* seq,
+                         Args... values) {
+    void* args[sizeof...(Args) + 1] = {static_cast<void*>(&values)..., nullptr};
+    const mtiaDrvCommand cmd = kernelCommand(kernel, grid, args);
+    return table().queueSubmit(q, &cmd, seq);
 }
 
 template <class... Args>
 uint64_t launch(mtiaDrvQueue q, const char* name, mtiaDim3 grid, Args... values) {
-  uint64_t seq = 0;
-  const mtiaError_t err = launchStatus(q, builtin(name), grid, &seq, values...);
-  EXPECT_EQ(err, mtiaSuccess) << name << ": " << table().lastErrorMessage();
-  return seq;
+    uint64_t seq = 0;
+    const mtiaError_t err = launchStatus(q, builtin(name), grid, &seq, values...);
+    EXPECT_EQ(err, mtiaSuccess) << name << ": " << table().lastErrorMessage();
+    return seq;
 }
 
 // Waits for everything submitted to q; returns the status.
