@@ -44,6 +44,12 @@ def _artifact(path):
     return re.sub(r"(\.so)(\.[0-9]+)+$", r"\1", name)
 
 
+def _inside(path, folder):
+    """Whether path lies in folder (both resolved)."""
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder + os.sep)
+
+
 def _source(root, path):
     """Repository-relative path of a source file, or None for generated and header files."""
     full = path if os.path.isabs(path) else os.path.join(root, path)
@@ -71,7 +77,12 @@ def cmake_description(build, root):
         kind = CMAKE_KINDS.get(t["type"])
         if kind is None:  # utility and interface targets build nothing of their own
             continue
-        sources = {_source(root, s["path"]) for s in t.get("sources", []) if not s.get("isGenerated")}
+        # A unity build's generated files (in the build folder) stand for the sources, also listed.
+        sources = {
+            _source(root, s["path"])
+            for s in t.get("sources", [])
+            if not s.get("isGenerated") and not _inside(os.path.join(root, s["path"]), build)
+        }
         # The file built identifies a target: the two builds may name the same module differently.
         targets[_artifact(t.get("nameOnDisk", t["name"]))] = (kind, sorted(s for s in sources if s))
     listed = subprocess.run(["ctest", "--test-dir", build, "--show-only=json-v1"], check=True,
@@ -94,6 +105,14 @@ def meson_description(build, root):
         for group in t["target_sources"]:
             for s in group.get("sources", []):
                 sources.add(_source(root, s))
+            # A unity target lists only its generated unity files: the sources are what they include.
+            for g in group.get("generated_sources", []):
+                if re.search(r"-unity[0-9]+\.(c|cpp)$", g) and os.path.exists(g):
+                    with open(g, encoding="utf-8") as f:
+                        for line in f:
+                            m = re.match(r'\s*#\s*include\s*[<"]([^>"]+)[>"]', line)
+                            if m:
+                                sources.add(_source(root, os.path.join(os.path.dirname(g), m.group(1))))
         targets[_artifact(t["filename"][0])] = (t["type"], sorted(s for s in sources if s))
     tests = sorted(t["name"] for t in introspect("--tests"))
     return {"targets": targets, "tests": tests}
