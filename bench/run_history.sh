@@ -89,3 +89,4 @@ lines += ["| " + " | ".join(r) + " |" for r in rows]
 lines.append("")
 with open(md_path, "w") as f:
     f.write("\n".join(lines))
+EOF
