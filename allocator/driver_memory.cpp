@@ -58,8 +58,6 @@ bool DriverMemory::findAllocatedWords() noexcept {
     if (get(driverDevice_, &allocated, &peak) != mtiaSuccess || allocated == nullptr ||
         peak == nullptr)
         return false;
-    peakSeen_ =
-        __atomic_load_n(peak, __ATOMIC_ACQUIRE);  // reports made through the call before count
     peakWord_ = peak;
     allocatedWord_ = allocated;
     return true;

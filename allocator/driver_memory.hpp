@@ -56,17 +56,16 @@ public:
     void unmap(uintptr_t va, size_t size, mtiaDrvMem mem) noexcept;
 
     // Tells the driver what the allocator has handed out on the device (for monitoring tools): two
-    // stores into the words the driver shares (driver ABI 1.6, memGetAllocatedWords; asked for on
+    // stores into the words the driver shares (driver ABI 1.7, memGetAllocatedWords; asked for on
     // the first report, which comes after the first device allocation), else one indirect call when
     // the driver has memReportAllocated (1.3), else nothing. Called under the allocator's lock (one
     // thread at a time). Never throws; errors are ignored.
     void reportAllocated(uint64_t bytes) noexcept {
         if (allocatedWord_ != nullptr || findAllocatedWords()) [[likely]] {
             __atomic_store_n(allocatedWord_, bytes, __ATOMIC_RELEASE);
-            if (bytes > peakSeen_) {
-                peakSeen_ = bytes;
+            // Only this allocator writes the peak (under its lock): the load reads our own store.
+            if (bytes > __atomic_load_n(peakWord_, __ATOMIC_RELAXED))
                 __atomic_store_n(peakWord_, bytes, __ATOMIC_RELEASE);
-            }
             return;
         }
         if (const auto report = driver_.ops().memReportAllocated)
@@ -87,9 +86,8 @@ private:
     const driver::Driver& driver_;
     const int device_;
     const int32_t driverDevice_;
-    uint64_t* allocatedWord_ = nullptr;  // shared with monitoring tools (driver ABI 1.6), or null
+    uint64_t* allocatedWord_ = nullptr;  // shared with monitoring tools (driver ABI 1.7), or null
     uint64_t* peakWord_ = nullptr;
-    uint64_t peakSeen_ = 0;  // what *peakWord_ holds: only this allocator writes it
 };
 
 }  // namespace mtia::allocator

@@ -39,7 +39,7 @@ public:
     mtiaError_t describe(mtiaDrvDeviceInfo& info);
 
     bool faulted() const { return faulted_.load(std::memory_order_acquire) != 0; }
-    // The fault as a word for the runtime to read in place (driver ABI 1.6, deviceGetFaultWord): 0,
+    // The fault as a word for the runtime to read in place (driver ABI 1.7, deviceGetFaultWord): 0,
     // then 1 for good. std::atomic<uint32_t> is lock-free with uint32_t's layout.
     const uint32_t* faultWord() const { return reinterpret_cast<const uint32_t*>(&faulted_); }
     // Makes the device faulted; the first message is kept. Thread-safe.

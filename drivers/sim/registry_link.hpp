@@ -31,7 +31,7 @@ public:
         if (registry::Registry* registry = ready_.load(std::memory_order_acquire))
             registry->publishAllocated(static_cast<uint32_t>(device), bytes);
     }
-    // The words publishAllocated writes (driver ABI 1.6, memGetAllocatedWords); false before the
+    // The words publishAllocated writes (driver ABI 1.7, memGetAllocatedWords); false before the
     // first reservation, when there is no slot yet.
     bool allocatedWords(int32_t device, std::atomic<uint64_t>*& allocated,
                         std::atomic<uint64_t>*& peak) noexcept {

@@ -148,7 +148,7 @@ public:
             raisePeak(mine.peakAllocated, bytes);
         mine.allocated.store(bytes, std::memory_order_release);
     }
-    // The words publishAllocated writes, for a caller that writes them itself (driver ABI 1.6,
+    // The words publishAllocated writes, for a caller that writes them itself (driver ABI 1.7,
     // memGetAllocatedWords): false before this process has a slot (or for a device out of range).
     // std::atomic<uint64_t> is lock-free and has uint64_t's layout, so C code may store to them
     // with

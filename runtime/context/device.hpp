@@ -62,7 +62,7 @@ public:
     bool peerAccessEnabled(const Device& peer) const;
 
     // Throws the device's sticky fault, if it has one. Inline: every allocation asks.
-    // One acquire load when the driver shares the device's fault word (driver ABI 1.6), else a
+    // One acquire load when the driver shares the device's fault word (driver ABI 1.7), else a
     // call.
     void checkHealthy() const {
         if (faultWord_ != nullptr && __atomic_load_n(faultWord_, __ATOMIC_ACQUIRE) == 0) [[likely]]
@@ -82,7 +82,7 @@ private:
     const int32_t driverDevice_;
     const mtiaDrvDeviceInfo info_;
     const uint32_t* faultWord_ =
-        nullptr;  // the driver's sticky-fault word (driver ABI 1.6), or null
+        nullptr;  // the driver's sticky-fault word (driver ABI 1.7), or null
     mutable std::mutex mu_;
     std::shared_ptr<streams::Stream> defaultStream_;  // written once, before defaultReady_ is set
     std::atomic<streams::Stream*> defaultReady_{nullptr};

@@ -80,7 +80,6 @@ void Management::load() {
     machine.engines = static_cast<uint32_t>(spec_.engines);
     objectName_ = machine.objectName(getuid());
     devices_ = describe(spec_);
-    described_ = true;
     registry();  // a registry we may not read is an error now, not at the first query
 }
 
@@ -94,7 +93,8 @@ std::vector<mtiaDrvDeviceInfo> Management::describe(const mtiaDrvMachineSpec& sp
 }
 
 void Management::requireMachine() const {
-    if (!described_)
+    // A driver with the entries described the machine in load() (or load() threw).
+    if (!driver_->describesMachines())
         driver_->machineSpec();  // throws NotSupported naming the entry the driver lacks
 }
 
@@ -156,7 +156,6 @@ void Management::selectMachine(uint32_t index) {
     objectName_ = machines_[index];
     registry_ = std::move(reg);
     devices_ = std::move(described);
-    described_ = true;
 }
 
 const mtiaDrvDeviceInfo& Management::device(int32_t dev) const {

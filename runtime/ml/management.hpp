@@ -101,11 +101,10 @@ private:
     void load();
     // Every device of spec, as the driver describes it. NotSupported without the 1.6 entries.
     std::vector<mtiaDrvDeviceInfo> describe(const mtiaDrvMachineSpec& spec) const;
-    // NotSupported (naming the driver's missing entry) unless the machine was described.
+    // NotSupported (naming the driver's missing entry) when the driver cannot describe machines.
     void requireMachine() const;
 
     std::unique_ptr<driver::Driver> driver_;  // opened, never initialised
-    bool described_ = false;                  // spec_ and devices_ are the driver's
     mtiaDrvMachineSpec spec_{};
     std::string objectName_;
     std::vector<mtiaDrvDeviceInfo> devices_;
