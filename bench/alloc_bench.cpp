@@ -52,8 +52,7 @@ void reportPerOp(benchmark::State& state, Clock::time_point start, Clock::time_p
                                                      benchmark::Counter::kAvgThreads);
 }
 
-// ---- The reference allocators
-// ------------------------------------------------------------------------
+// ---- The reference allocators -------------------------------------------------------------------
 
 struct HostAllocator {
     const char* name = "";
@@ -341,8 +340,7 @@ void mixPairs(benchmark::State& state, Allocate&& allocate, Release&& release,
     releaseAll();
 }
 
-// ---- Ours
-// ------------------------------------------------------------------------------------------
+// ---- Ours ---------------------------------------------------------------------------------------
 
 int64_t deviceAllocs(int dev) {
     mtiaMemoryStats stats = MTIA_MEMORY_STATS_INIT;
@@ -412,8 +410,7 @@ void threadsOurs(benchmark::State& state, bool ownDevice) {
     mtiaSetDevice(0);  // thread 0 is the main thread
 }
 
-// ---- References
-// --------------------------------------------------------------------------------------
+// ---- References ---------------------------------------------------------------------------------
 
 auto hostAllocate(benchmark::State& state, const HostAllocator& a) {
     return [&state, &a](size_t bytes, void*& p) {
@@ -438,8 +435,7 @@ void mixHost(benchmark::State& state, const HostAllocator* a) {
         state, hostAllocate(state, *a), hostRelease(*a), [] {}, [] {});
 }
 
-// ---- Registration
-// ------------------------------------------------------------------------------------
+// ---- Registration -------------------------------------------------------------------------------
 
 void registerAll(const std::vector<HostAllocator>& references, int devices) {
     using benchmark::RegisterBenchmark;

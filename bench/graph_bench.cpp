@@ -74,8 +74,7 @@ bool reportShape(benchmark::State& state, const Graph& g) {
     return true;
 }
 
-// ---- 1. Straight-line replay of N empty kernels vs N eager launches
-// -------------------------------
+// ---- 1. Straight-line replay of N empty kernels vs N eager launches -----------------------------
 
 void replayOurs(benchmark::State& state) {
     const int64_t n = state.range(0);
@@ -109,8 +108,7 @@ void replayEager(benchmark::State& state) {
     reportPerOp(state, start, n);
 }
 
-// ---- 2. Instantiate and capture cost
-// --------------------------------------------------------------
+// ---- 2. Instantiate and capture cost ------------------------------------------------------------
 
 void instantiateOurs(benchmark::State& state) {
     const int64_t n = state.range(0);
@@ -152,8 +150,7 @@ void captureOurs(benchmark::State& state) {
     state.counters["ns_per_op"] = ops > 0 ? totalNs / static_cast<double>(ops) : 0.0;
 }
 
-// ---- 3. Diamond: 4 independent branches of sleeps, forked and joined by events
-// --------------------
+// ---- 3. Diamond: 4 independent branches of sleeps, forked and joined by events ------------------
 
 struct Branches {
     Stream origin;

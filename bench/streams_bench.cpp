@@ -61,8 +61,7 @@ void reportManual(benchmark::State& state, double totalNs) {
     state.counters["ns_per_op"] = iterations > 0 ? totalNs / static_cast<double>(iterations) : 0.0;
 }
 
-// ---- 1. Sustained enqueue-and-complete of empty kernels on one stream
-// ----------------------------
+// ---- 1. Sustained enqueue-and-complete of empty kernels on one stream ---------------------------
 
 void launchNoopOurs(benchmark::State& state) {
     const int64_t batch = state.range(0);
@@ -184,8 +183,7 @@ void pingPongBaseline(benchmark::State& state) {
     b.synchronize();
 }
 
-// ---- 4. Host functions
-// ---------------------------------------------------------------------------
+// ---- 4. Host functions --------------------------------------------------------------------------
 
 void countCall(void* counter) {
     static_cast<std::atomic<int64_t>*>(counter)->fetch_add(1, std::memory_order_relaxed);
@@ -263,8 +261,7 @@ void hostFuncLatencyBaseline(benchmark::State& state, bool cold) {
         });
 }
 
-// ---- Diagnostics: where the time of the workloads above goes
-// ----------------------------------------
+// ---- Diagnostics: where the time of the workloads above goes ------------------------------------
 
 void gateCall(void* open) {
     static_cast<std::atomic<bool>*>(open)->wait(false);

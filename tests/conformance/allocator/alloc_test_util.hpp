@@ -62,8 +62,7 @@ inline MemInfo memInfo() {
     return m;
 }
 
-// ---- Contents
-// --------------------------------------------------------------------------------------
+// ---- Contents -----------------------------------------------------------------------------------
 
 // Writes a byte pattern (seeded) to device memory and checks it back.
 inline void writePattern(void* dev, size_t bytes, unsigned seed) {
@@ -83,8 +82,7 @@ inline ::testing::AssertionResult hasPattern(const void* dev, size_t bytes, unsi
     return ::testing::AssertionSuccess();
 }
 
-// ---- Fixture
-// -------------------------------------------------------------------------------------
+// ---- Fixture ------------------------------------------------------------------------------------
 
 // Every test starts with the devices idle and the default pools' caches emptied, so statistics
 // deltas and segment counts are the test's own.

@@ -204,8 +204,7 @@ TEST_F(Config, BadSettingsAreRejectedNamingTheKeyAndChangeNothing) {
     EXPECT_EQ(memStats().max_split_size, -1);
 }
 
-// ---- Roundup: roundup_power2_divisions seen in allocated_bytes
-// -----------------------------------
+// ---- Roundup: roundup_power2_divisions seen in allocated_bytes ----------------------------------
 
 namespace {
 int64_t allocatedFor(size_t request) {
@@ -461,8 +460,7 @@ TEST_F(MaxSplit, OutOfMemoryReleasesCachedOversizeBlocksBeforeEverythingElse) {
     freeOk(live);
 }
 
-// ---- GarbageCollection (MTIA_SIM_MEMORY=256MiB)
-// --------------------------------------------------
+// ---- GarbageCollection (MTIA_SIM_MEMORY=256MiB) -------------------------------------------------
 
 TEST_F(GarbageCollection, OldCachedLargeSegmentsGoBackBeforeGrowthAboveTheThreshold) {
     ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";
@@ -512,8 +510,7 @@ TEST_F(GarbageCollection, OldCachedLargeSegmentsGoBackBeforeGrowthAboveTheThresh
     ASSERT_OK(mtiaSetMemoryFraction(1.0, 0));
 }
 
-// ---- Fraction (MTIA_SIM_MEMORY=256MiB)
-// -----------------------------------------------------------
+// ---- Fraction (MTIA_SIM_MEMORY=256MiB) ----------------------------------------------------------
 
 TEST_F(Fraction, SetMemoryFractionRefusesGrowthBeyondTheLimit) {
     ASSERT_EQ(memInfo().total, 256 * kMiB) << "runs with MTIA_SIM_MEMORY=256MiB";

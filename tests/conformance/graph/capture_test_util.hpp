@@ -45,8 +45,7 @@
 
 namespace mtia_test {
 
-// ---- Owners
-// ---------------------------------------------------------------------------------------
+// ---- Owners -------------------------------------------------------------------------------------
 
 // Whether every owner (Stream, Event, DeviceFloats, Graph: anything with status()) was created;
 // names is the list of their names, as ASSERT_CREATED writes it, for the message.
@@ -69,8 +68,7 @@ template <typename... Owners>
 // ASSERT_CREATED(x, y, s): ASSERT_OK(x.status()), ASSERT_OK(y.status()), ASSERT_OK(s.status()).
 #define ASSERT_CREATED(...) ASSERT_TRUE(::mtia_test::created(#__VA_ARGS__, __VA_ARGS__))
 
-// ---- Capture status
-// ------------------------------------------------------------------------------
+// ---- Capture status -----------------------------------------------------------------------------
 
 // The capture status of s; an impossible value (and a test failure) when the query fails.
 inline mtiaStreamCaptureStatus captureStatus(mtiaStream_t s) {
@@ -292,8 +290,7 @@ inline ::testing::AssertionResult fillNow(mtiaStream_t s, float* d, float value,
            << "eager fill failed: " << mtiaGetErrorName(rc) << ": " << mtiaGetLastErrorMessage();
 }
 
-// ---- DOT dump
-// ------------------------------------------------------------------------------------
+// ---- DOT dump -----------------------------------------------------------------------------------
 
 // A graph as mtiaGraphDebugDump writes it: nodes "n<index> [label=...]", edges "n<a> -> n<b>".
 struct DotGraph {

@@ -24,8 +24,7 @@ private:
     std::function<void()> fn_;
 };
 
-// ---- Memory
-// --------------------------------------------------------------------------------------
+// ---- Memory -------------------------------------------------------------------------------------
 
 inline int64_t reservedOf(const mtiaMemoryStats& s) {
     return s.reserved_bytes[mtiaStatAll].current;

@@ -24,8 +24,7 @@ constexpr size_t kMiB = AllocConfig::kMiB;
 constexpr uint64_t kGranularity = 2 * kMiB;
 constexpr uint64_t kTotal = 256 * kMiB;
 
-// ---- A driver that counts
-// ------------------------------------------------------------------------
+// ---- A driver that counts -----------------------------------------------------------------------
 
 struct Counters {
     std::atomic<uint64_t> queries{0};  // queueQuery, queueGetCounts, queueWait, deviceSynchronize
@@ -182,8 +181,7 @@ struct Snapshot {
     uint64_t frees = gCount.frees.load();
 };
 
-// ---- Fixture
-// -------------------------------------------------------------------------------------
+// ---- Fixture ------------------------------------------------------------------------------------
 
 class Pools : public ::testing::Test {
 protected:
@@ -206,8 +204,7 @@ const PoolId kB{0, 102};
 const PoolId kC{0, 103};
 const PoolId kD{0, 104};
 
-// ---- routeStreamToPool
-// ---------------------------------------------------------------------------
+// ---- routeStreamToPool --------------------------------------------------------------------------
 
 TEST_F(Pools, RouteStreamToPoolSendsThatStreamToThePool) {
     auto a = make();
@@ -282,8 +279,7 @@ TEST_F(Pools, RouteStreamToPoolKeepsAReleasedPoolUntilItEnds) {
     EXPECT_EQ(a->reservedBytes(), 0);
 }
 
-// ---- poolInUse
-// -----------------------------------------------------------------------------------
+// ---- poolInUse ----------------------------------------------------------------------------------
 
 TEST_F(Pools, PoolInUseCountsUsersNotRoutes) {
     auto a = make();
@@ -315,8 +311,7 @@ TEST_F(Pools, PoolInUseCountsUsersNotRoutes) {
     EXPECT_FALSE(a->poolInUse(kA));
 }
 
-// ---- poolOwns
-// ------------------------------------------------------------------------------------
+// ---- poolOwns -----------------------------------------------------------------------------------
 
 TEST_F(Pools, PoolOwnsRangesInsideOneSegmentOfThePool) {
     auto a = make();
@@ -375,8 +370,7 @@ TEST_F(Pools, PoolOwnsOnlyTheMappedChunksOfExpandableSegments) {
     EXPECT_FALSE(a->poolOwns(kA, p, 1));
 }
 
-// ---- No queries, no frees while a stream route exists
-// --------------------------------------------
+// ---- No queries, no frees while a stream route exists -------------------------------------------
 
 class CaptureQuiet : public Pools, public ::testing::WithParamInterface<bool> {
 protected:
@@ -540,6 +534,60 @@ TEST_F(Pools, ThreadRouteIsNoCapture) {
     a->releasePool(kA);
     a->emptyCache();
     EXPECT_EQ(a->reservedBytes(), 0);
+}
+
+// ---- Publishing the allocated bytes (driver ABI 1.7) --------------------------------------------
+
+int gReports = 0;  // memReportAllocated calls
+uint64_t gReported = 0;
+bool gWordsReady = false;  // whether memGetAllocatedWords has words to give yet
+uint64_t gAllocatedWord = 0;
+uint64_t gPeakWord = 0;
+
+mtiaError_t countReport(int32_t, uint64_t bytes) {
+    ++gReports;
+    gReported = bytes;
+    return mtiaSuccess;
+}
+mtiaError_t giveWords(int32_t, uint64_t** allocated, uint64_t** peak) {
+    *allocated = gWordsReady ? &gAllocatedWord : nullptr;
+    *peak = gWordsReady ? &gPeakWord : nullptr;
+    return mtiaSuccess;
+}
+mtiaError_t healthyWord(int32_t, const uint32_t** word) {
+    static const uint32_t zero = 0;
+    *word = &zero;
+    return mtiaSuccess;
+}
+
+// While the driver has no words to give (before its process has a registry slot), the allocator
+// calls memReportAllocated; once it has them, it stores into them instead, raising the peak only
+// when exceeded.
+TEST_F(Pools, PublishesThroughTheSharedWordsOnceTheDriverHasThem) {
+    mtiaDriverOps o = fakeOps();
+    o.memReportAllocated = countReport;
+    o.memGetAllocatedWords = giveWords;
+    o.deviceGetFaultWord = healthyWord;
+    const driver::Driver d(o, "fake driver with shared words");
+    AllocatorContext context{AllocConfig{}};
+    {
+        DeviceAllocator a(d, 0, 0, kTotal, kGranularity, 0, context);
+        void* p = a.allocate(4096, *s_);
+        EXPECT_EQ(gReports, 1);
+        EXPECT_EQ(gReported, 4096u);
+        gWordsReady = true;
+        void* q = a.allocate(8192, *s_);
+        EXPECT_EQ(gReports, 1) << "called the driver although it shares its words";
+        EXPECT_EQ(gAllocatedWord, 12288u);
+        EXPECT_EQ(gPeakWord, 12288u);
+        a.free(q);
+        EXPECT_EQ(gAllocatedWord, 4096u);
+        EXPECT_EQ(gPeakWord, 12288u);
+        a.free(p);
+        EXPECT_EQ(gAllocatedWord, 0u);
+        EXPECT_EQ(gReports, 1);
+    }
+    gWordsReady = false;
 }
 
 }  // namespace

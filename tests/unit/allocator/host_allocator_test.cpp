@@ -30,8 +30,7 @@
 namespace mtia::allocator {
 namespace {
 
-// ---- A driver whose queues complete on request
-// ---------------------------------------------------
+// ---- A driver whose queues complete on request --------------------------------------------------
 
 struct FakeQueue {
     std::atomic<uint64_t> submitted{0};
@@ -118,8 +117,7 @@ void finish(streams::Stream& s) {
     fq(s.queue())->completed.store(fq(s.queue())->submitted.load());
 }
 
-// ---- Helpers
-// ---------------------------------------------------------------------------------------
+// ---- Helpers ------------------------------------------------------------------------------------
 
 // The error code fn throws (mtiaSuccess when none), with its message in *message.
 mtiaError_t errorOf(const std::function<void()>& fn, std::string* message = nullptr) {
@@ -143,8 +141,7 @@ AllocConfig background(bool on) {
 
 const size_t kPage = hostPageSize();
 
-// ---- Size classes
-// ----------------------------------------------------------------------------------
+// ---- Size classes -------------------------------------------------------------------------------
 
 TEST(HostSizeClass, PowersOfTwoOfAtLeastAPage) {
     EXPECT_EQ(hostSizeClass(1), kPage);
@@ -161,8 +158,7 @@ TEST(HostSizeClass, PowersOfTwoOfAtLeastAPage) {
     EXPECT_EQ(errorOf([] { hostSizeClass(SIZE_MAX); }), mtiaErrorInvalidValue);
 }
 
-// ---- Allocation, lookup, reuse, bad frees
-// ----------------------------------------------------------
+// ---- Allocation, lookup, reuse, bad frees -------------------------------------------------------
 
 TEST(HostAllocator, BlocksAreWritableDistinctAndFoundFromInside) {
     HostAllocator a;
@@ -231,8 +227,7 @@ TEST(HostAllocator, BadFreesNameTheProblem) {
     EXPECT_EQ(a.stats().cachedBlocks, 1u) << "a refused free changes nothing";
 }
 
-// ---- Stream-ordered reuse
-// ---------------------------------------------------------------------------
+// ---- Stream-ordered reuse -----------------------------------------------------------------------
 
 TEST(HostAllocator, ARecordedStreamDelaysReuseUntilItsWorkFinished) {
     HostAllocator a;
@@ -326,8 +321,7 @@ TEST(HostAllocator, TheStreamsOfAReusedBlockStartAfresh) {
     finish(*s);
 }
 
-// ---- emptyCache
-// ------------------------------------------------------------------------------------
+// ---- emptyCache ---------------------------------------------------------------------------------
 
 TEST(HostAllocator, EmptyCacheReturnsOnlyFreeBlocks) {
     HostAllocator a;
@@ -356,8 +350,7 @@ TEST(HostAllocator, EmptyCacheReturnsOnlyFreeBlocks) {
     a.free(live);
 }
 
-// ---- pinned_use_background_threads
-// ----------------------------------------------------------------
+// ---- pinned_use_background_threads --------------------------------------------------------------
 
 TEST(HostAllocator, WithoutTheBackgroundThreadAnAllocationPollsPendingBlocks) {
     HostAllocator a(background(false));
@@ -501,8 +494,7 @@ TEST(HostAllocator, AnImpossibleMappingIsOutOfMemory) {
     EXPECT_EQ(errorOf([&] { a.allocate(SIZE_MAX, -1); }), mtiaErrorInvalidValue);
 }
 
-// ---- RLIMIT_MEMLOCK
-// --------------------------------------------------------------------------------
+// ---- RLIMIT_MEMLOCK -----------------------------------------------------------------------------
 
 // Lowers the soft RLIMIT_MEMLOCK for the scope (never above the hard limit).
 class MemlockLimit {

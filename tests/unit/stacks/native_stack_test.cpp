@@ -29,8 +29,7 @@ namespace {
 
 constexpr size_t kBuf = 512;
 
-// ---- The reference: libgcc's walk, cut to the documented semantics
-// --------------------------------
+// ---- The reference: libgcc's walk, cut to the documented semantics ------------------------------
 
 // Return addresses, innermost first, in a fixed buffer: the captures also run in signal handlers,
 // where nothing may allocate.
@@ -170,8 +169,7 @@ void expectSame(const Pair& p, const char* what, size_t max, size_t skipOrIndex)
     }
 }
 
-// ---- Stacks of many shapes
-// -------------------------------------------------------------------------
+// ---- Stacks of many shapes ----------------------------------------------------------------------
 
 using Leaf = std::function<void()>;
 int descend(int depth, unsigned seed, const Leaf& leaf);
@@ -386,8 +384,7 @@ TEST(NativeStack, DlopenAndDlcloseEmptyTheRuleCache) {
     EXPECT_GT(misses[3], 0u);  // after dlclose
 }
 
-// ---- Signal frames: the walker hands over to libgcc, which knows the kernel's frame
-// -----------------
+// ---- Signal frames: the walker hands over to libgcc, which knows the kernel's frame -------------
 
 Pair gSignalPair;
 Pair gSignalPairFrom;
@@ -446,8 +443,7 @@ TEST(NativeStack, SignalHandlerOnAlternateStackFallsBackToLibgcc) {
     checkSignalCapture(true);
 }
 
-// ---- The CFI reduction on a hand-made CIE and FDE
-// --------------------------------------------------
+// ---- The CFI reduction on a hand-made CIE and FDE -----------------------------------------------
 
 struct Bytes {
     std::vector<uint8_t> b;
@@ -577,8 +573,7 @@ TEST(CfiRules, RealCodeHasOrdinaryRules) {
     EXPECT_EQ(frameRuleAt(1).kind, FrameRule::kUnsupported);  // no FDE
 }
 
-// ---- Micro benchmark (printed, not asserted)
-// ---------------------------------------------------------
+// ---- Micro benchmark (printed, not asserted) ----------------------------------------------------
 
 double medianNs(CaptureFn f, int batches, int perBatch, size_t* frames) {
     std::vector<double> ns;
