@@ -1,4 +1,4 @@
-// How often each operator went through the CPU fallback (ops_tensor.cpp) instead of a PrivateUse1
+// How often each operator went through the CPU fallback (ops_tensor.cpp) instead of a MTIA
 // kernel: the tests prove with it that the device kernels ran, and a user can see which operators
 // of a model leave the device.
 //

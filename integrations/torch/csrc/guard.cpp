@@ -1,4 +1,4 @@
-// DeviceGuardImplInterface for PrivateUse1 (PyTorch 1.13's method set): current device, streams and
+// DeviceGuardImplInterface for MTIA (PyTorch 2.13's method set): current device, streams and
 // events over the C ABI. Registered once at load time; the registry never destroys it.
 #include "mtia_check.h"
 #include "streams.h"
@@ -10,14 +10,12 @@
 namespace torch_mtia {
 namespace {
 
+// PyTorch 2.13 has two flags: PYTORCH_DEFAULT (timing off, torch.Event's default) and
+// BACKEND_DEFAULT (timing on, torch.Event(enable_timing=True)).
 unsigned eventFlags(c10::EventFlag flag) {
     switch (flag) {
-    case c10::EventFlag::PYTORCH_DEFAULT:
-    case c10::EventFlag::CUDA_EVENT_DISABLE_TIMING:
-    case c10::EventFlag::HIP_EVENT_DISABLE_TIMING: return mtiaEventDisableTiming;
-    case c10::EventFlag::BACKEND_DEFAULT:
-    case c10::EventFlag::CUDA_EVENT_DEFAULT:
-    case c10::EventFlag::HIP_EVENT_DEFAULT: return mtiaEventDefault;
+    case c10::EventFlag::PYTORCH_DEFAULT: return mtiaEventDisableTiming;
+    case c10::EventFlag::BACKEND_DEFAULT: return mtiaEventDefault;
     default: TORCH_CHECK(false, "torch_mtia: unknown event flag ", static_cast<int>(flag));
     }
 }
@@ -42,16 +40,18 @@ public:
 
     void uncheckedSetDevice(c10::Device d) const noexcept override { mtiaSetDevice(d.index()); }
 
-    // noexcept in 1.13: a failure (a broken runtime) falls back to the default stream and is
-    // logged.
-    c10::Stream getStream(c10::Device d) const noexcept override {
-        return currentStreamNoThrow(d.index());
-    }
+    c10::Stream getStream(c10::Device d) const override { return currentStream(d.index()); }
 
     c10::Stream getDefaultStream(c10::Device d) const override { return defaultStream(d.index()); }
 
     c10::Stream getStreamFromGlobalPool(c10::Device d, bool isHighPriority) const override {
         return poolStream(d.index(), isHighPriority);
+    }
+
+    // torch.Stream(device="mtia", priority=p): as CUDA's, a stream of the pool (high priority when
+    // p is negative), so that making Stream objects in a loop creates no runtime streams.
+    c10::Stream getNewStream(c10::Device d, int priority) const override {
+        return poolStream(resolveDevice(d.index()), priority < 0);
     }
 
     // noexcept: a stream that is not ours, or a failing runtime, leaves the current stream as it
@@ -110,6 +110,33 @@ public:
         return static_cast<c10::DeviceIndex>(count);
     }
 
+    void synchronizeEvent(void* event) const override {
+        if (event == nullptr) return;  // never recorded: complete
+        MTIA_CHECK(mtiaEventSynchronize(static_cast<mtiaEvent_t>(event)));
+    }
+
+    // Milliseconds between two recorded events (both created with timing: torch.Event's
+    // enable_timing=True); the runtime refuses events without timing or not yet recorded.
+    double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+        TORCH_CHECK(start != nullptr && end != nullptr,
+                    "torch_mtia: elapsed_time needs both events recorded first");
+        float ms = 0;
+        MTIA_CHECK(mtiaEventElapsedTime(&ms, static_cast<mtiaEvent_t>(start),
+                                        static_cast<mtiaEvent_t>(end)));
+        return ms;
+    }
+
+    void synchronizeDevice(const c10::DeviceIndex index) const override {
+        DeviceScope scope(resolveDevice(index));
+        MTIA_CHECK(mtiaDeviceSynchronize());
+    }
+
+    bool isStreamCapturing(const c10::Stream& stream) const override {
+        mtiaStreamCaptureStatus status = mtiaStreamCaptureStatusNone;
+        MTIA_CHECK(mtiaStreamIsCapturing(streamHandle(stream), &status));
+        return status != mtiaStreamCaptureStatusNone;
+    }
+
     bool queryStream(const c10::Stream& stream) const override {
         const mtiaError_t status = mtiaStreamQuery(streamHandle(stream));
         if (status == mtiaErrorNotReady) return false;
@@ -128,13 +155,12 @@ public:
 
 private:
     static void checkType(c10::Device d) {
-        TORCH_CHECK(d.type() == kDeviceType, "torch_mtia: device ", d,
-                    " is not an MTIA (privateuseone) device");
+        TORCH_CHECK(d.type() == kDeviceType, "torch_mtia: device ", d, " is not an MTIA device");
     }
 };
 
 }  // namespace
 
-C10_REGISTER_GUARD_IMPL(PrivateUse1, GuardImpl);
+C10_REGISTER_GUARD_IMPL(MTIA, GuardImpl);
 
 }  // namespace torch_mtia

@@ -1,36 +1,60 @@
 #include "hooks.h"
 
+#include "allocator.h"
+#include "device_kernels.h"
+#include "generator.h"
 #include "mtia_check.h"
+#include "python_objects.h"
+#include "python_stacks.h"
 #include "streams.h"
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
+#include <torch/csrc/utils/pybind.h>
 
+#include <optional>
 #include <vector>
+
+namespace py = pybind11;
 
 namespace torch_mtia {
 namespace {
 
+std::string* kernelModulePath = nullptr;  // leaked: read at init, possibly at exit
+thread_local int64_t lastGraph = 0;
+
+// Releases the GIL for a wait when this thread holds it (PyTorch's bindings call the hooks with it
+// held; C++ callers may not hold it).
+class WaitWithoutGil {
+public:
+    WaitWithoutGil() {
+        if (Py_IsInitialized() && PyGILState_Check()) release_.emplace();
+    }
+
+private:
+    std::optional<py::gil_scoped_release> release_;
+};
+
 std::mutex observersMutex;
-std::vector<OutOfMemoryObserver>* observers = nullptr;  // leaked: observers stay for the process
+std::vector<PyObject*>* observers = nullptr;  // strong references, kept for the process
 
 // The runtime calls this with no lock of its own held, on the failing thread. A C callback: nothing
-// may escape it (copying the list may throw bad_alloc, an observer anything).
+// may escape it.
 void notifyObservers(int dev, size_t requested, size_t total, size_t free, void*) noexcept {
     try {
-        std::vector<OutOfMemoryObserver> copy;
+        std::vector<PyObject*> copy;
         {
             std::lock_guard<std::mutex> lock(observersMutex);
             if (observers != nullptr) copy = *observers;
         }
-        for (auto& observer : copy) {
+        if (copy.empty() || !Py_IsInitialized()) return;
+        py::gil_scoped_acquire gil;
+        for (PyObject* observer : copy) {
             try {
-                observer(dev, static_cast<int64_t>(requested), static_cast<int64_t>(total),
-                         static_cast<int64_t>(free));
-            } catch (const std::exception& e) {
-                LOG(WARNING) << "torch_mtia: an out-of-memory observer failed: " << e.what();
-            } catch (...) {
-                LOG(WARNING) << "torch_mtia: an out-of-memory observer failed";
+                const py::handle callable(observer);
+                callable(dev, requested, total, free);
+            } catch (py::error_already_set& e) {
+                e.discard_as_unraisable("torch_mtia out-of-memory observer");
             }
         }
     } catch (...) {
@@ -38,36 +62,46 @@ void notifyObservers(int dev, size_t requested, size_t total, size_t free, void*
     }
 }
 
-mtiaHistoryMode historyMode(const c10::optional<std::string>& enabled) {
+mtiaHistoryMode historyMode(const std::optional<std::string>& enabled) {
     if (!enabled) return mtiaHistoryOff;
     if (*enabled == "state") return mtiaHistoryState;
     if (*enabled == "all") return mtiaHistoryAll;
-    TORCH_CHECK(
-        false,
-        "torch_mtia: record_memory_history: enabled must be None, \"state\" or \"all\", got \"",
-        *enabled, "\"");
+    TORCH_CHECK(false,
+                "torch_mtia: record_memory_history: enabled must be None, \"state\" or \"all\", "
+                "got \"",
+                *enabled, "\"");
 }
 
 mtiaStackMode stackMode(const std::string& stacks) {
     if (stacks == "python") return mtiaStacksFramework;
     if (stacks == "cpp") return mtiaStacksCpp;
     if (stacks == "all") return mtiaStacksAll;
-    TORCH_CHECK(
-        false,
-        "torch_mtia: record_memory_history: stacks must be \"python\", \"cpp\" or \"all\", got \"",
-        stacks, "\"");
+    TORCH_CHECK(false,
+                "torch_mtia: record_memory_history: stacks must be \"python\", \"cpp\" or \"all\", "
+                "got \"",
+                stacks, "\"");
 }
 
 }  // namespace
 
-MTIAHooks& MTIAHooks::get() {
-    static auto* hooks =
-        new MTIAHooks();  // leaked: graphs may be destroyed during interpreter teardown
+const MTIAHooks& MTIAHooks::get() {
+    const auto* hooks = dynamic_cast<const MTIAHooks*>(&at::detail::getMTIAHooks());
+    TORCH_CHECK(
+        hooks != nullptr,
+        "torch_mtia: PyTorch's MTIA hooks are not ours (they were created before torch_mtia "
+        "was loaded)");
     return *hooks;
+}
+
+void MTIAHooks::setKernelModule(std::string path) {
+    if (kernelModulePath == nullptr) kernelModulePath = new std::string();
+    *kernelModulePath = std::move(path);
 }
 
 void MTIAHooks::init() const {
     MTIA_CHECK(mtiaInit(mtiaInitDefault));
+    if (kernelModulePath != nullptr && !kernelModulePath->empty())
+        loadKernelModule(kernelModulePath->c_str());
 }
 
 c10::DeviceIndex MTIAHooks::deviceCount() const {
@@ -103,6 +137,7 @@ c10::DeviceIndex MTIAHooks::maybeExchangeDevice(c10::DeviceIndex device) const {
 
 void MTIAHooks::deviceSynchronize(c10::DeviceIndex device) const {
     DeviceScope scope(resolveDevice(device));
+    WaitWithoutGil wait;
     MTIA_CHECK(mtiaDeviceSynchronize());
 }
 
@@ -118,15 +153,21 @@ std::string MTIAHooks::showConfig() const {
            " devices, allocator settings \"" + conf + "\"";
 }
 
-std::pair<int, int> MTIAHooks::getDeviceCapability(c10::DeviceIndex device) const {
-    const mtiaDeviceProp prop = getDeviceProperties(device);
-    return {prop.major, prop.minor};
-}
-
-mtiaDeviceProp MTIAHooks::getDeviceProperties(c10::DeviceIndex device) const {
+namespace {
+mtiaDeviceProp properties(c10::DeviceIndex device) {
     mtiaDeviceProp prop = MTIA_DEVICE_PROP_INIT;
     MTIA_CHECK(mtiaGetDeviceProperties(&prop, resolveDevice(device)));
     return prop;
+}
+}  // namespace
+
+PyObject* MTIAHooks::getDeviceCapability(c10::DeviceIndex device) const {
+    const mtiaDeviceProp prop = properties(device);
+    return py::make_tuple(prop.major, prop.minor).release().ptr();
+}
+
+PyObject* MTIAHooks::getDeviceProperties(c10::DeviceIndex device) const {
+    return devicePropertiesObject(properties(device));
 }
 
 c10::Stream MTIAHooks::getCurrentStream(c10::DeviceIndex device) const {
@@ -142,52 +183,94 @@ c10::Stream MTIAHooks::getDefaultStream(c10::DeviceIndex device) const {
 }
 
 void MTIAHooks::setCurrentStream(const c10::Stream& stream) const {
-    // As _mtia_setCurrentStream: the stream's device becomes the current device too. The stream is
-    // resolved first, so that a stream that is not ours (or gone) changes nothing.
+    // The stream's device becomes the current device too. The stream is resolved first, so that a
+    // stream that is not ours (or gone) changes nothing.
     mtiaStream_t handle = streamHandle(stream);
     MTIA_CHECK(mtiaSetDevice(stream.device_index()));
     MTIA_CHECK(mtiaSetCurrentStream(handle));
 }
 
-mtiaMemoryStats MTIAHooks::memoryStats(c10::DeviceIndex device) const {
+bool MTIAHooks::isPinnedPtr(const void* data) const {
+    if (data == nullptr) return false;
+    mtiaPointerAttributes attr = MTIA_POINTER_ATTRIBUTES_INIT;
+    if (mtiaPointerGetAttributes(&attr, data) != mtiaSuccess) return false;
+    return attr.type == mtiaMemoryTypeHost && attr.locked != 0;
+}
+
+at::Allocator* MTIAHooks::getPinnedMemoryAllocator() const {
+    return pinnedAllocator();
+}
+
+c10::Device MTIAHooks::getDeviceFromPtr(void* data) const {
+    mtiaPointerAttributes attr = MTIA_POINTER_ATTRIBUTES_INIT;
+    MTIA_CHECK(mtiaPointerGetAttributes(&attr, data));
+    TORCH_CHECK(attr.type == mtiaMemoryTypeDevice, "torch_mtia: the pointer ", data,
+                " is not MTIA device memory");
+    return {kDeviceType, static_cast<c10::DeviceIndex>(attr.device)};
+}
+
+PyObject* MTIAHooks::memoryStats(c10::DeviceIndex device) const {
     mtiaMemoryStats stats = MTIA_MEMORY_STATS_INIT;
     MTIA_CHECK(mtiaMemoryGetStats(resolveDevice(device), &stats));
-    return stats;
+    return memoryStatsObject(stats);
 }
 
 void MTIAHooks::emptyCache() const {
+    WaitWithoutGil wait;
     MTIA_CHECK(mtiaEmptyCache());
 }
 
-void MTIAHooks::recordMemoryHistory(const c10::optional<std::string>& enabled,
+void MTIAHooks::recordMemoryHistory(const std::optional<std::string>& enabled,
                                     const std::string& stacks, size_t maxEntries) const {
-    MTIA_CHECK(mtiaMemoryRecordHistory(historyMode(enabled), stackMode(stacks), maxEntries));
+    const mtiaHistoryMode mode = historyMode(enabled);
+    const mtiaStackMode stackKind = stackMode(stacks);
+    // The runtime waits for provider callbacks of other threads, which take the GIL.
+    WaitWithoutGil wait;
+    if (enabled && stackKind != mtiaStacksCpp) installPythonContextProvider();
+    MTIA_CHECK(mtiaMemoryRecordHistory(mode, stackKind, maxEntries));
 }
 
-std::string MTIAHooks::memorySnapshot(const c10::optional<std::string>& localPath) const {
+PyObject* MTIAHooks::memorySnapshot(const std::optional<std::string>& localPath) const {
     if (localPath) {
-        MTIA_CHECK(mtiaMemoryDumpSnapshot(localPath->c_str(), mtiaSnapshotPickle,
-                                          mtiaSnapshotIncludeTraces));
-        return {};
+        {
+            WaitWithoutGil wait;
+            MTIA_CHECK(mtiaMemoryDumpSnapshot(localPath->c_str(), mtiaSnapshotPickle,
+                                              mtiaSnapshotIncludeTraces));
+        }
+        Py_RETURN_NONE;
     }
     mtiaBuffer buffer{nullptr, 0};
-    MTIA_CHECK(mtiaMemorySnapshot(mtiaSnapshotPickle, mtiaSnapshotIncludeTraces, &buffer));
-    std::string bytes(static_cast<const char*>(buffer.data), buffer.size);
+    {
+        WaitWithoutGil wait;
+        MTIA_CHECK(mtiaMemorySnapshot(mtiaSnapshotPickle, mtiaSnapshotIncludeTraces, &buffer));
+    }
+    py::bytes bytes(static_cast<const char*>(buffer.data), buffer.size);
     mtiaBufferFree(&buffer);
-    return bytes;
+    return py::module_::import("pickle").attr("loads")(bytes).release().ptr();
 }
 
 void MTIAHooks::resetPeakMemoryStats(c10::DeviceIndex device) const {
     MTIA_CHECK(mtiaMemoryResetPeakStats(resolveDevice(device)));
 }
 
-void MTIAHooks::attachOutOfMemoryObserver(OutOfMemoryObserver observer) const {
+void MTIAHooks::attachOutOfMemoryObserver(PyObject* observer) const {
+    TORCH_CHECK(observer != nullptr && PyCallable_Check(observer),
+                "torch_mtia: attach_out_of_memory_observer: observer must be callable");
     std::lock_guard<std::mutex> lock(observersMutex);
     if (observers == nullptr) {
-        observers = new std::vector<OutOfMemoryObserver>();
+        observers = new std::vector<PyObject*>();
         MTIA_CHECK(mtiaAttachOutOfMemoryObserver(&notifyObservers, nullptr));
     }
-    observers->push_back(std::move(observer));
+    Py_INCREF(observer);
+    observers->push_back(observer);
+}
+
+const at::Generator& MTIAHooks::getDefaultGenerator(c10::DeviceIndex device) const {
+    return defaultGenerator(device);
+}
+
+at::Generator MTIAHooks::getNewGenerator(c10::DeviceIndex device) const {
+    return newGenerator(device);
 }
 
 int64_t MTIAHooks::mtiagraphCreate(bool keepGraph) const {
@@ -196,7 +279,17 @@ int64_t MTIAHooks::mtiagraphCreate(bool keepGraph) const {
     std::lock_guard<std::mutex> lock(mutex_);
     const int64_t handle = nextGraph_++;
     graphs_.emplace(handle, g);
+    lastGraph = handle;
     return handle;
+}
+
+int64_t MTIAHooks::lastCreatedGraph() {
+    return lastGraph;
+}
+
+size_t MTIAHooks::liveGraphs() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return graphs_.size();
 }
 
 mtiaGraph_t MTIAHooks::graph(int64_t handle) const {
@@ -215,11 +308,12 @@ void MTIAHooks::mtiagraphDestroy(int64_t handle) const {
         g = it->second;
         graphs_.erase(it);
     }
+    WaitWithoutGil wait;  // waits for a replay in flight
     const mtiaError_t status = mtiaGraphDestroy(g);
     if (status != mtiaSuccess) LOG(WARNING) << describeFailure(status, "mtiaGraphDestroy");
 }
 
-void MTIAHooks::mtiagraphCaptureBegin(int64_t handle, MempoolId pool) const {
+void MTIAHooks::mtiagraphCaptureBegin(int64_t handle, c10::MempoolId_t pool) const {
     MTIA_CHECK(mtiaGraphCaptureBegin(graph(handle), nullptr,
                                      mtiaMemPoolId_t{pool.first, pool.second},
                                      mtiaStreamCaptureModeGlobal));
@@ -234,23 +328,34 @@ void MTIAHooks::mtiagraphInstantiate(int64_t handle) const {
 }
 
 void MTIAHooks::mtiagraphReplay(int64_t handle) const {
-    MTIA_CHECK(mtiaGraphReplay(graph(handle), nullptr));
+    mtiaGraph_t g = graph(handle);
+    WaitWithoutGil wait;
+    MTIA_CHECK(mtiaGraphReplay(g, nullptr));
 }
 
 void MTIAHooks::mtiagraphReset(int64_t handle) const {
-    MTIA_CHECK(mtiaGraphReset(graph(handle)));
+    mtiaGraph_t g = graph(handle);
+    WaitWithoutGil wait;
+    MTIA_CHECK(mtiaGraphReset(g));
 }
 
-MempoolId MTIAHooks::mtiagraphPool(int64_t handle) const {
+c10::MempoolId_t MTIAHooks::mtiagraphPool(int64_t handle) const {
     mtiaMemPoolId_t pool{0, 0};
     MTIA_CHECK(mtiaGraphGetPool(graph(handle), &pool));
     return {pool.first, pool.second};
 }
 
-MempoolId MTIAHooks::graphPoolHandle() const {
+c10::MempoolId_t MTIAHooks::graphPoolHandle() const {
     mtiaMemPoolId_t pool{0, 0};
     MTIA_CHECK(mtiaGraphPoolHandle(&pool));
     return {pool.first, pool.second};
 }
 
 }  // namespace torch_mtia
+
+// In namespace at, where the registry's registerer lives; the registry key is the class name,
+// "MTIAHooks", which at::detail::getMTIAHooks() asks for.
+namespace at {
+using torch_mtia::MTIAHooks;
+REGISTER_MTIA_HOOKS(MTIAHooks);
+}  // namespace at

@@ -1,80 +1,104 @@
-// MTIAHooks: the methods of PyTorch's at::MTIAHooksInterface (newest upstream copy, including the
-// MTIAGraph methods and graphPoolHandle) with their meanings, implemented only over the C ABI.
-// PyTorch 1.13 has no MTIA device type and no hooks registry, so nothing in PyTorch instantiates it
-// here; torch_mtia's Python module calls it, and a newer PyTorch's REGISTER_MTIA_HOOKS would wrap
-// it. The upstream methods that return PyObject* (memoryStats, memorySnapshot, getDeviceProperties)
-// return plain C++ values here; the Python layer converts them.
+// MTIAHooks: PyTorch 2.13's at::MTIAHooksInterface (and the AcceleratorHooksInterface under it)
+// over the runtime's C ABI, registered with REGISTER_MTIA_HOOKS when the extension loads. PyTorch
+// reaches every method through at::detail::getMTIAHooks(): torch.mtia's Python functions
+// (torch._C._mtia_*), at::globalContext().lazyInitDevice(kMTIA), torch.Generator(device="mtia"),
+// pin_memory(), torch.mtia.MTIAGraph. No method is left failing.
+//
+// Thread safety: every method may be called from any thread. Methods that return PyObject* (and
+// attachOutOfMemoryObserver) are called by PyTorch's bindings with the GIL held, and need it.
+// Methods that wait for the device (deviceSynchronize, emptyCache, memorySnapshot,
+// recordMemoryHistory, mtiagraphReplay/Reset/Destroy) release the GIL while they wait when the
+// caller holds it, because host functions and the Python stack provider of other threads take it.
+// Errors: a failing runtime call becomes c10::Error with the runtime's message (MTIA_CHECK);
+// deviceCount never throws.
 #pragma once
 
 #include <mtia/mtia.h>
 
-#include <c10/core/Stream.h>
-#include <c10/util/Optional.h>
+#include <ATen/detail/MTIAHooksInterface.h>
 
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <utility>
 
 namespace torch_mtia {
 
-using MempoolId = std::pair<uint64_t, uint64_t>;
-using OutOfMemoryObserver =
-    std::function<void(int64_t device, int64_t requested, int64_t total, int64_t free)>;
-
-class MTIAHooks {
+class MTIAHooks final : public at::MTIAHooksInterface {
 public:
-    static MTIAHooks& get();
+    MTIAHooks() = default;
+
+    // The instance PyTorch created from the registry (at::detail::getMTIAHooks()), for our
+    // bindings.
+    static const MTIAHooks& get();
+
+    // The kernel module that init() loads (set by torch_mtia's __init__ before anything can init).
+    static void setKernelModule(std::string path);
 
     // Device.
-    void init() const;                     // brings the runtime up (mtiaInit); idempotent
-    bool hasMTIA() const { return true; }  // the backend is built in
-    bool isAvailable() const { return deviceCount() > 0; }
-    c10::DeviceIndex deviceCount() const;                   // never throws; 0 on any problem
-    bool hasPrimaryContext(c10::DeviceIndex device) const;  // the device's allocator has been used
-    void setCurrentDevice(c10::DeviceIndex device) const;
-    c10::DeviceIndex getCurrentDevice() const;
-    c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const;
-    c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const;
-    void deviceSynchronize(c10::DeviceIndex device) const;  // every stream of device is idle
-    std::string showConfig() const;
-    std::pair<int, int> getDeviceCapability(c10::DeviceIndex device) const;
-    mtiaDeviceProp getDeviceProperties(c10::DeviceIndex device) const;
+    void init() const override;  // mtiaInit and the kernel module; PyTorch calls it once
+    bool isBuilt() const override { return true; }
+    bool hasMTIA() const override { return true; }
+    bool isAvailable() const override { return deviceCount() > 0; }
+    c10::DeviceIndex deviceCount() const override;  // 0 on any problem
+    c10::DeviceIndex getDeviceCount() const override { return deviceCount(); }
+    bool hasPrimaryContext(c10::DeviceIndex device) const override;  // its allocator has memory
+    void setCurrentDevice(c10::DeviceIndex device) const override;
+    c10::DeviceIndex getCurrentDevice() const override;
+    c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override;
+    c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override;
+    void deviceSynchronize(c10::DeviceIndex device) const override;
+    std::string showConfig() const override;
+    PyObject* getDeviceCapability(c10::DeviceIndex device) const override;  // (major, minor)
+    PyObject* getDeviceProperties(c10::DeviceIndex device) const override;  // dict
 
     // Streams.
-    c10::Stream getCurrentStream(c10::DeviceIndex device) const;
-    int64_t getCurrentRawStream(c10::DeviceIndex device) const;  // the runtime's int64 stream id
-    c10::Stream getDefaultStream(c10::DeviceIndex device) const;
-    void setCurrentStream(const c10::Stream& stream) const;
+    c10::Stream getCurrentStream(c10::DeviceIndex device) const override;
+    int64_t getCurrentRawStream(c10::DeviceIndex device) const override;  // runtime stream id
+    c10::Stream getDefaultStream(c10::DeviceIndex device) const override;
+    void setCurrentStream(const c10::Stream& stream) const override;
+
+    // Host memory and pointers.
+    bool isPinnedPtr(const void* data) const override;  // from mtiaMallocHost
+    at::Allocator* getPinnedMemoryAllocator() const override;
+    c10::Device getDeviceFromPtr(void* data) const override;
 
     // Memory.
-    mtiaMemoryStats memoryStats(c10::DeviceIndex device) const;
-    void emptyCache() const;
-    // enabled: nullopt (off), "state" or "all"; stacks: "python" (the framework provider's frames),
-    // "cpp" or "all"; maxEntries 0: the runtime's default ring.
-    void recordMemoryHistory(const c10::optional<std::string>& enabled, const std::string& stacks,
-                             size_t maxEntries) const;
-    // The snapshot as pickle bytes (PyTorch's memory snapshot dict), or written to localPath when
-    // set (then the result is empty).
-    std::string memorySnapshot(const c10::optional<std::string>& localPath) const;
-    void resetPeakMemoryStats(c10::DeviceIndex device) const;
-    void attachOutOfMemoryObserver(OutOfMemoryObserver observer) const;
+    PyObject* memoryStats(c10::DeviceIndex device) const override;  // dict, see python_objects.h
+    void emptyCache() const override;
+    // enabled: nullopt (off), "state" or "all"; stacks: "python", "cpp" or "all"; max_entries 0:
+    // the runtime's default ring.
+    void recordMemoryHistory(const std::optional<std::string>& enabled, const std::string& stacks,
+                             size_t maxEntries) const override;
+    // PyTorch's snapshot dict; with local_path, written there as a pickle and None returned.
+    PyObject* memorySnapshot(const std::optional<std::string>& localPath) const override;
+    void resetPeakMemoryStats(c10::DeviceIndex device) const override;
+    // observer(device, requested_bytes, device_total_bytes, device_free_bytes), on the failing
+    // thread with the GIL taken; exceptions it raises are reported as unraisable.
+    void attachOutOfMemoryObserver(PyObject* observer) const override;
+
+    // Random numbers.
+    const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override;
+    at::Generator getNewGenerator(c10::DeviceIndex device) const override;
 
     // MTIAGraph: graphs live in a handle -> graph map (the hooks can only hook functions).
-    int64_t mtiagraphCreate(bool keepGraph = false) const;
-    void mtiagraphDestroy(int64_t handle) const;  // never throws: called from destructors
-    void mtiagraphCaptureBegin(int64_t handle, MempoolId pool) const;
-    void mtiagraphCaptureEnd(int64_t handle) const;
-    void mtiagraphInstantiate(int64_t handle) const;
-    void mtiagraphReplay(int64_t handle) const;
-    void mtiagraphReset(int64_t handle) const;
-    MempoolId mtiagraphPool(int64_t handle) const;
-    MempoolId graphPoolHandle() const;
+    int64_t mtiagraphCreate(bool keepGraph = false) const override;
+    void mtiagraphDestroy(int64_t handle) const override;  // idempotent; never throws
+    void mtiagraphCaptureBegin(int64_t handle, c10::MempoolId_t pool) const override;
+    void mtiagraphCaptureEnd(int64_t handle) const override;
+    void mtiagraphInstantiate(int64_t handle) const override;
+    void mtiagraphReplay(int64_t handle) const override;
+    void mtiagraphReset(int64_t handle) const override;
+    c10::MempoolId_t mtiagraphPool(int64_t handle) const override;
+    c10::MempoolId_t graphPoolHandle() const override;
+
+    // The handle of the graph this thread created last (torch_mtia ties it to the Python
+    // MTIAGraph object, whose destructor PyTorch 2.13 does not forward to mtiagraphDestroy).
+    static int64_t lastCreatedGraph();
+    // Graphs alive (created and not destroyed), for tests.
+    size_t liveGraphs() const;
 
 private:
-    MTIAHooks() = default;
     mtiaGraph_t graph(int64_t handle) const;
 
     mutable std::mutex mutex_;

@@ -1,4 +1,4 @@
-// PrivateUse1 arithmetic kernels: add/sub/mul (Tensor and Scalar forms, out of place and in place),
+// MTIA arithmetic kernels: add/sub/mul (Tensor and Scalar forms, out of place and in place),
 // relu, threshold_backward, mm, addmm and sum. Float32 contiguous operands of one shape use the
 // runtime's built-in kernels (add_f32, mul_f32, relu_f32, matmul_f32, reduce_sum_f32); everything
 // else runs the strided elementwise kernel of the integration's module, with broadcasting, type
@@ -343,7 +343,7 @@ at::Tensor sum(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("add.Tensor", TORCH_FN(addTensor));
     m.impl("add_.Tensor", TORCH_FN(addInPlace));
     m.impl("add.Scalar", TORCH_FN(addScalar));

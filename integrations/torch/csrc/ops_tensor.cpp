@@ -1,4 +1,4 @@
-// PrivateUse1 kernels that make and move tensors: empty, empty_strided, copies in every direction,
+// MTIA kernels that make and move tensors: empty, empty_strided, copies in every direction,
 // fill_, zero_, the view kernels, resize_, and the CPU fallback for every other operator. Device
 // work goes through the C ABI on the current stream of the tensor's device, so it is ordered with
 // the kernels launched there.
@@ -37,8 +37,8 @@ at::Tensor empty(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype,
     TORCH_CHECK(!pinMemory.value_or(false), "torch_mtia: pin_memory applies to CPU tensors only");
     const c10::Device d = targetDevice(device);
     const c10::DeviceGuard guard(d);
-    return at::detail::empty_generic(c10::asIntArrayRefSlow(size), deviceAllocator(),
-                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+    return at::detail::empty_generic(C10_AS_INTARRAYREF_SLOW(size), deviceAllocator(),
+                                     c10::DispatchKeySet(c10::DispatchKey::MTIA),
                                      c10::dtype_or_default(dtype), memoryFormat);
 }
 
@@ -51,8 +51,8 @@ at::Tensor emptyStrided(c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
     const c10::Device d = targetDevice(device);
     const c10::DeviceGuard guard(d);
     return at::detail::empty_strided_generic(
-        c10::asIntArrayRefSlow(size), c10::asIntArrayRefSlow(stride), deviceAllocator(),
-        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
+        C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride), deviceAllocator(),
+        c10::DispatchKeySet(c10::DispatchKey::MTIA), c10::dtype_or_default(dtype));
 }
 
 size_t byteCount(const at::Tensor& t) {
@@ -149,25 +149,25 @@ at::Tensor asStrided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymI
                      c10::optional<c10::SymInt> storageOffset) {
     c10::optional<int64_t> offset;
     if (storageOffset) offset = storageOffset->expect_int();
-    return at::native::as_strided_tensorimpl(self, c10::asIntArrayRefSlow(size),
-                                             c10::asIntArrayRefSlow(stride), offset);
+    return at::native::as_strided_tensorimpl(self, C10_AS_INTARRAYREF_SLOW(size),
+                                             C10_AS_INTARRAYREF_SLOW(stride), offset);
 }
 
 at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
-    return at::native::view(self, c10::asIntArrayRefSlow(size));
+    return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
 at::Tensor reshapeAlias(const at::Tensor& self, c10::SymIntArrayRef size,
                         c10::SymIntArrayRef stride) {
-    return at::native::_reshape_alias(self, c10::asIntArrayRefSlow(size),
-                                      c10::asIntArrayRefSlow(stride));
+    return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                      C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 // Grows the storage through our allocator, copying the old bytes on the current stream (a host
 // memcpy, as the CPU resize does, would ignore stream order).
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
                          c10::optional<c10::MemoryFormat> memoryFormat) {
-    const at::IntArrayRef size = c10::asIntArrayRefSlow(symSize);
+    const at::IntArrayRef size = C10_AS_INTARRAYREF_SLOW(symSize);
     const c10::DeviceGuard guard(self.device());
     auto* impl = self.unsafeGetTensorImpl();
     const auto format = memoryFormat.value_or(c10::MemoryFormat::Contiguous);
@@ -189,7 +189,7 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
             // The copy reads the old block on the current stream, which need not be the stream it
             // was allocated on: dropping it below must not let that stream reuse it before the copy
             // ran.
-            MTIA_CHECK(mtiaRecordStream(storage->data(), nullptr));
+            MTIA_CHECK(mtiaRecordStream(storage->mutable_data(), nullptr));
         }
         storage->set_data_ptr_noswap(std::move(grown));
         storage->set_nbytes(needed);
@@ -244,7 +244,7 @@ void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("empty.memory_format", TORCH_FN(empty));
     m.impl("empty_strided", TORCH_FN(emptyStrided));
     m.impl("_copy_from", TORCH_FN(copyFrom));
@@ -258,7 +258,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     m.impl("record_stream", TORCH_FN(recordStream));
 }
 
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+TORCH_LIBRARY_IMPL(_, MTIA, m) {
     m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpuFallback>());
 }
 

@@ -95,38 +95,6 @@ c10::Stream poolStream(c10::DeviceIndex index, bool highPriority) {
     return toC10Stream(pool.streams[p][n % kPoolSize]);
 }
 
-namespace {
-
-// Released streams by (device, requested priority); leaked, as the pools.
-std::mutex releasedMutex;
-std::map<std::pair<int, int>, std::vector<int64_t>>* released =
-    new std::map<std::pair<int, int>, std::vector<int64_t>>();
-
-}  // namespace
-
-c10::Stream createStream(c10::DeviceIndex index, int priority) {
-    index = resolveDevice(index);
-    {
-        std::lock_guard<std::mutex> lock(releasedMutex);
-        auto it = released->find({int{index}, priority});
-        if (it != released->end() && !it->second.empty()) {
-            const int64_t id = it->second.back();
-            it->second.pop_back();
-            return c10::Stream(c10::Stream::UNSAFE, c10::Device(kDeviceType, index), id);
-        }
-    }
-    DeviceScope scope(index);
-    mtiaStream_t handle = nullptr;
-    MTIA_CHECK(mtiaStreamCreateWithPriority(&handle, mtiaStreamNonBlocking, priority));
-    return toC10Stream(handle);
-}
-
-void releaseStream(const c10::Stream& stream, int priority) {
-    streamHandle(stream);  // throws for a stream that is not ours
-    std::lock_guard<std::mutex> lock(releasedMutex);
-    (*released)[{int{stream.device_index()}, priority}].push_back(stream.id());
-}
-
 c10::Stream currentStreamNoThrow(c10::DeviceIndex index) noexcept {
     try {
         return currentStream(index);

@@ -1,4 +1,4 @@
-// PyTorch streams (c10::Stream of PrivateUse1) over the runtime's streams. A c10::Stream's id is
+// PyTorch streams (c10::Stream of MTIA) over the runtime's streams. A c10::Stream's id is
 // the runtime's int64 stream id (mtiaStreamGetId, never reused), which mtiaStreamFromId turns back
 // into the handle, so a stream survives PyTorch's packing into Python integers (48 bits of id,
 // ample for a counter). Streams from the pool are created once per device and priority and live for
@@ -11,7 +11,7 @@
 
 namespace torch_mtia {
 
-constexpr c10::DeviceType kDeviceType = c10::DeviceType::PrivateUse1;
+constexpr c10::DeviceType kDeviceType = c10::DeviceType::MTIA;
 
 // The runtime's handle for a PyTorch stream; throws for a stream that is not ours or not alive.
 mtiaStream_t streamHandle(const c10::Stream& stream);
@@ -30,14 +30,6 @@ c10::Stream defaultStream(c10::DeviceIndex index);
 
 // A stream of a fixed pool per device and priority, handed out round robin.
 c10::Stream poolStream(c10::DeviceIndex index, bool highPriority);
-
-// A stream on device index with priority (clamped by the runtime) that no caller holds: one
-// released earlier with that device and priority, else a new one. The caller hands it back with
-// releaseStream. Streams are never destroyed (they live for the process, at most as many per device
-// and priority as were held at once): a released stream may still be current on some thread or
-// named by a c10::Stream that PyTorch keeps, and destroying it would turn those into dangling ids.
-c10::Stream createStream(c10::DeviceIndex index, int priority);
-void releaseStream(const c10::Stream& stream, int priority);
 
 // The current stream of device index, or when that cannot be had (a broken runtime) its default
 // stream, or a c10::Stream with id 0 that names no stream; never throws (for the guard's noexcept

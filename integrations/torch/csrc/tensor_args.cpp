@@ -91,7 +91,7 @@ at::Tensor emptyDevice(at::IntArrayRef sizes, at::ScalarType type, c10::Device d
                 "torch_mtia: emptyDevice on ", device, " while the current device is ",
                 int{currentDevice()});
     return at::detail::empty_generic(sizes, deviceAllocator(),
-                                     c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), type,
+                                     c10::DispatchKeySet(c10::DispatchKey::MTIA), type,
                                      c10::MemoryFormat::Contiguous);
 }
 

@@ -1,122 +1,76 @@
-"""torch_mtia: the MTIA runtime as PyTorch's ``privateuseone`` device, with a ``torch.mtia``-shaped API.
+"""torch_mtia: the MTIA runtime as PyTorch 2.13's own ``mtia`` device.
 
-Importing it loads the extension (allocator, device guard, kernels registered for PrivateUse1), brings
-the runtime up and registers this module as ``torch.privateuseone``. Tensors live on
-``torch.device("privateuseone", i)``; ``torch_mtia.device(i)`` builds that device.
+Importing it (``import torch`` does, through PyTorch's ``torch.backends`` entry point, once the
+package is installed) loads the extension, which registers with PyTorch:
+
+- the MTIA hooks (``at::MTIAHooksInterface``), behind every ``torch.mtia`` function and
+  ``torch.mtia.MTIAGraph``;
+- the device allocator of ``DeviceType::MTIA`` (the runtime's caching allocator) and the device
+  guard (``torch.Stream``/``torch.Event`` of type mtia);
+- the kernels of ``DispatchKey::MTIA``, with the CPU fallback for the other operators.
+
+The runtime starts when PyTorch first initialises the device (``torch.mtia.init()``, the first MTIA
+tensor, ``torch.mtia.device_count()``...), not at import. Use PyTorch's own API: ``torch.device("mtia")``,
+``torch.mtia.*``, ``torch.mtia.MTIAGraph``, ``torch.mtia.graph``. What upstream has no Python for is
+here: ``torch_mtia.memory`` (snapshot files, free memory, more statistics), ``fallback_counts``,
+``is_current_stream_capturing`` and ``show_config``.
 """
 import os
-import sys
+import traceback
 
 import torch
 
-from . import _C, _autograd
-from ._graphs import MTIAGraph, graph, graph_pool_handle, is_current_stream_capturing
-from ._memory import (
-    _dump_snapshot,
-    attach_out_of_memory_observer,
-    empty_cache,
-    max_memory_allocated,
-    max_memory_reserved,
-    mem_get_info,
-    memory_allocated,
-    memory_reserved,
-    memory_stats,
-    record_memory_history,
-    reset_accumulated_memory_stats,
-    reset_peak_memory_stats,
-    snapshot,
-)
-from ._streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
+from . import _C, _autograd, _graphs, memory
 
-DEVICE_TYPE = "privateuseone"
+__all__ = ["memory", "fallback_counts", "reset_fallback_counts", "is_current_stream_capturing",
+           "show_config", "stream_priority_range"]
 
-_C._init(os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so"))
+_C._set_kernel_module(os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so"))
+if not _C._hooks_are_ours():
+    raise ImportError(
+        "torch_mtia: PyTorch created its MTIA hooks before torch_mtia was loaded (something asked "
+        "for an MTIA device first); import torch_mtia right after torch, or install the package so "
+        "that `import torch` loads it")
+
+
+def _install_generators():
+    torch.mtia.default_generators = _C._default_generators()
+
+
+# torch.mtia.default_generators is empty until the backend fills it; upstream's _lazy_init runs the
+# queued calls right after initialising the device, before the seeds queued by manual_seed.
+if torch.mtia.is_initialized():
+    _install_generators()
+else:
+    torch.mtia._queued_calls.append((_install_generators, traceback.format_stack()))
+
 _autograd.install()
+_graphs.install()
 
 
-def device(index=None):
-    """The torch.device of MTIA device ``index`` (the current device when None)."""
-    return torch.device(DEVICE_TYPE, current_device() if index is None else index)
+def fallback_counts():
+    """How often each operator ran through the CPU fallback since the last reset, by name."""
+    return dict(_C.fallback_counts())
 
 
-def _index(d):
-    if d is None:
-        return -1
-    if isinstance(d, torch.device):
-        if d.type != DEVICE_TYPE:
-            raise ValueError(f"torch_mtia: {d} is not an MTIA device")
-        return -1 if d.index is None else d.index
-    if isinstance(d, str):
-        return _index(torch.device(d))
-    return int(d)
+def reset_fallback_counts():
+    _C.reset_fallback_counts()
 
 
-def is_available():
-    return _C.is_available()
-
-
-def is_initialized():
-    return True
-
-
-def init():
-    """The runtime is brought up at import; kept for torch.mtia's shape."""
-
-
-def device_count():
-    return _C.device_count()
-
-
-def current_device():
-    return _C.current_device()
-
-
-def set_device(d):
-    index = _index(d)
-    if index >= 0:  # a negative index is a no-op, as in torch.mtia
-        _C.set_device(index)
-
-
-def synchronize(d=None):
-    """Blocks until every stream of the device (default: the current one) is idle."""
-    _C.synchronize(_index(d))
-
-
-def get_device_capability(d=None):
-    return tuple(_C.get_device_capability(_index(d)))
-
-
-def get_device_properties(d=None):
-    return _C.get_device_properties(_index(d))
-
-
-def is_bf16_supported():
-    return True
+def is_current_stream_capturing():
+    """True while the current stream captures work into a graph (as torch.cuda's)."""
+    return _C.is_current_stream_capturing()
 
 
 def show_config():
+    """The runtime's version, driver, device count and allocator settings."""
     return _C.show_config()
 
 
-class _DeviceContext:
-    """``with torch_mtia.device_context(i):`` switches the current device and restores it."""
-
-    def __init__(self, d):
-        self.index = _index(d)
-        self.previous = -1
-
-    def __enter__(self):
-        if self.index >= 0:
-            self.previous = _C.exchange_device(self.index)
-
-    def __exit__(self, *exc):
-        if self.previous >= 0:
-            _C.set_device(self.previous)
-        return False
+def stream_priority_range():
+    """(least, greatest) stream priority; lower numbers are higher priorities, as CUDA's."""
+    return tuple(_C.stream_priority_range())
 
 
-def device_context(d):
-    return _DeviceContext(d)
-
-
-torch._register_device_module(DEVICE_TYPE, sys.modules[__name__])
+def _autoload():
+    """PyTorch's ``torch.backends`` entry point: importing this package is all it takes."""
