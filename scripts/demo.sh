@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with CMake into build/, runs the demo on
 # the simulated device (recording memory history), summarises and plots its
-# memory snapshot with mtia-mem, runs the PyTorch demo (python3 -m torch_mtia.demo) when the build
+# memory snapshot with mtia-mem, runs the PyTorch demo (.venv/bin/python -m torch_mtia.demo) when the build
 # has the PyTorch backend, then runs mtia-smi.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +23,7 @@ mtia_cmake_configure "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Only the programs the demo runs (and what they link), not the tests.
 targets=("$DEMO" "$MEM")
 if ninja -C "$BUILD_DIR" -t query "$SMI" >/dev/null 2>&1; then targets+=("$SMI"); fi
-# The PyTorch backend when the configuration found Debian's PyTorch (integrations/torch).
+# The PyTorch backend when the configuration found PyTorch 2.13 in .venv (integrations/torch).
 torch_demo=0
 if ninja -C "$BUILD_DIR" -t targets all 2>/dev/null | grep '^torch_mtia_C:' >/dev/null; then
   targets+=(torch_mtia_C mtia_torch_kernels)
@@ -43,8 +43,8 @@ mtia_step "mtia-mem plot $SNAPSHOT -o $PLOT"
 echo "open $PLOT in a browser: memory over time by allocation site, the segment map, the top sites"
 
 if ((torch_demo)); then
-  mtia_step "run python3 -m torch_mtia.demo (PyTorch on the simulated device)"
-  PYTHONPATH="$BUILD_DIR/integrations/torch" /usr/bin/python3 -m torch_mtia.demo
+  mtia_step "run .venv/bin/python -m torch_mtia.demo (PyTorch 2.13 on the simulated device)"
+  PYTHONPATH="$BUILD_DIR/integrations/torch" MTIA_MEM="$BUILD_DIR/$MEM" .venv/bin/python -m torch_mtia.demo
 fi
 
 mtia_step "run $BUILD_DIR/$SMI"

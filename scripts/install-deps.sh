@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages this project needs to build, test and run
-# its demo. Only missing packages are installed, and the package lists are
-# refreshed only when something is missing, so a second run does nothing.
+# Installs what this project needs to build, test and run its demo:
+# 1. the Debian 12 packages (C++ libraries, toolchain, checks); only missing
+#    packages are installed, and the package lists are refreshed only when
+#    something is missing;
+# 2. the project's Python virtual environment, .venv at the repository root
+#    (git-ignored), with PyTorch 2.13.0 and the test tools pinned in
+#    scripts/python-requirements.txt; made once, then checked.
+# So a second run does nothing.
 #
-# Runs as root, or through sudo otherwise. Non-interactive (CI has no stdin).
-# More packages for one run: MTIA_EXTRA_PACKAGES="python3-torch ...".
+# Runs as root, or through sudo otherwise (apt-get only). Non-interactive (CI
+# has no stdin). More Debian packages for one run: MTIA_EXTRA_PACKAGES="...".
+# The interpreter the venv is made from: MTIA_PYTHON (default python3).
 set -euo pipefail
 
 # The one list of what the project needs. Later work adds to it here.
@@ -25,10 +31,9 @@ MTIA_PACKAGES=(
   # tests/fuzz: the snapshot readers' libFuzzer targets are built with clang
   # (libFuzzer ships in clang's runtime package)
   clang libclang-rt-14-dev
-  # integrations/torch and tests/torch: Debian's PyTorch 1.13 (headers and
-  # libraries for the extension, the Python package for the tests) and pytest;
-  # libtorch-dev's headers include pybind11's, which it does not depend on
-  python3-torch libtorch-dev pybind11-dev python3-pytest
+  # integrations/torch and tests/torch: the virtual environment (.venv, below)
+  # and Python's headers for the extension; PyTorch itself comes from PyPI
+  python3-venv python3-dev
 )
 read -r -a _extra <<<"${MTIA_EXTRA_PACKAGES:-}"
 MTIA_PACKAGES+=("${_extra[@]}")
@@ -49,11 +54,7 @@ for pkg in "${MTIA_PACKAGES[@]}"; do
   is_installed "$pkg" || missing+=("$pkg")
 done
 
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#MTIA_PACKAGES[@]} packages are installed"
-  exit 0
-fi
-
+install_packages() {
 if ((EUID == 0)); then
   as_root=()
 elif command -v sudo >/dev/null; then
@@ -75,4 +76,39 @@ for pkg in "${missing[@]}"; do
   is_installed "$pkg" || still_missing+=("$pkg")
 done
 ((${#still_missing[@]} == 0)) || die "still not installed after apt-get: ${still_missing[*]}"
+}
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#MTIA_PACKAGES[@]} packages are installed"
+else
+  install_packages
+fi
+
+# The virtual environment. Never an unpinned torch: pip would fetch a CUDA build of several GB.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+requirements="$root/scripts/python-requirements.txt"
+venv_ok() {
+  [[ -x "$venv/bin/python" ]] && "$venv/bin/python" - "$requirements" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if line:
+        name, wanted = line.split("==")
+        have = version(name)
+        if have.split("+")[0] != wanted:
+            sys.exit(f"{name} {have} is not {wanted}")
+PY
+}
+if venv_ok; then
+  echo "install-deps: $venv has $(grep -c '==' "$requirements") pinned Python packages"
+else
+  python="${MTIA_PYTHON:-python3}"
+  echo "install-deps: making $venv with $($python --version 2>&1) and scripts/python-requirements.txt"
+  [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv" || die "$python -m venv $venv failed"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" ||
+    die "pip install -r $requirements failed"
+  venv_ok || die "$venv still lacks what $requirements pins"
+fi
 echo "install-deps: done"

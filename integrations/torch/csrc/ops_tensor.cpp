@@ -84,8 +84,8 @@ bool sameElements(const at::Tensor& a, const at::Tensor& b) {
            a.strides() == b.strides() && a.scalar_type() == b.scalar_type();
 }
 
-// PyTorch 1.13's copy_ hands PrivateUse1 copies to _copy_from before its own broadcasting and
-// overlap checks, so they are done here: the source is broadcast to the destination's shape, and a
+// PyTorch's copy_ hands copies with a device it has no copy kernel for (MTIA) to _copy_from before
+// its own broadcasting and overlap checks, so they are done here: the source is broadcast to the destination's shape, and a
 // destination whose elements overlap each other or partly overlap the source is refused, as the CPU
 // refuses it.
 at::Tensor copyFrom(const at::Tensor& from, const at::Tensor& dst, bool nonBlocking) {
@@ -233,7 +233,7 @@ void recordStream(at::Tensor& self, c10::Stream s) {
     MTIA_CHECK(mtiaRecordStream(base, streamHandle(s)));
 }
 
-// Every operator without a PrivateUse1 kernel: its device arguments are copied to the host (after
+// Every operator without an MTIA kernel: its device arguments are copied to the host (after
 // the work queued on their device's current stream, through copyFrom), run on the CPU, and the
 // results copied back. Each run is counted (fallback_counts.h).
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
