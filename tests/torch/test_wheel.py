@@ -2,8 +2,8 @@
 
 The wheel is built with pip from integrations/torch (setup.py) out of this build folder
 (MTIA_TORCH_BUILD_DIR: the build's own install step stages the package, nothing is compiled again) and
-installed offline into a new venv that sees the test interpreter's site-packages (torch 2.13) through a
-.pth file, so torch is not installed twice. There `import torch` alone must bring the mtia device
+installed offline into a new venv that sees the test interpreter's site-packages (torch 2.13, pip; not a
+torch_mtia installed there) through a .pth file, so torch is not installed twice. There `import torch` alone must bring the mtia device
 (PyTorch's device-backend autoload through the wheel's torch.backends entry point), from the wheel's
 files and its own libmtia.so.1, and TORCH_DEVICE_BACKEND_AUTOLOAD=0 must turn the autoload off.
 """
@@ -49,20 +49,31 @@ def wheel(tmp_path_factory):
     return wheels[0]
 
 
+def outer_view(root):
+    """A folder of links to every entry of the test interpreter's site-packages (torch 2.13, pip...)
+    but torch_mtia's, should that be installed there: the venv must see only the wheel's."""
+    view = root / "outer-site-packages"
+    view.mkdir()
+    for site in sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}):
+        for name in os.listdir(site):
+            if "torch_mtia" not in name and not (view / name).exists():
+                os.symlink(os.path.join(site, name), view / name)
+    return view
+
+
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory):
-    """A fresh venv holding only the wheel; torch (and pip) come from the test interpreter's site-packages."""
-    root = tmp_path_factory.mktemp("venv") / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", str(root)], clean_env(), cwd=str(root.parent))
+    """A fresh venv holding only the wheel; torch (and pip) come from the test interpreter's
+    site-packages, through a .pth file."""
+    work = tmp_path_factory.mktemp("venv")
+    root = work / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(root)], clean_env(), cwd=str(work))
     python = str(root / "bin" / "python")
     site = run([python, "-c", "import sysconfig; print(sysconfig.get_path('platlib'))"], clean_env(),
-               cwd=str(root)).strip()
-    outer = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
-    assert not any(os.path.exists(os.path.join(p, "torch_mtia")) for p in outer), \
-        f"torch_mtia is installed in {outer} already: the test would not show the wheel's"
+               cwd=str(work)).strip()
     with open(os.path.join(site, "outer-site-packages.pth"), "w", encoding="utf-8") as f:
-        f.write("\n".join(outer) + "\n")
-    run([python, "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], clean_env(), cwd=str(root))
+        f.write(f"{outer_view(work)}\n")
+    run([python, "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], clean_env(), cwd=str(work))
     return python, site
 
 
