@@ -22,10 +22,9 @@ from setuptools.dist import Distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-# What the wheel needs; the rest of the project (tools, tests) is not built.
-# The tools (CMAKE, MESON: the ones that made an MTIA_TORCH_BUILD_DIR, whose install step must match).
 CMAKE = os.environ.get("CMAKE", "cmake")
 MESON = os.environ.get("MESON", "meson")
+# What the wheel needs; the rest of the project (tools, tests) is not built.
 CMAKE_TARGETS = ["torch_mtia_C", "mtia_torch_kernels", "mtia", "torch_mtia_dist_info"]
 
 
