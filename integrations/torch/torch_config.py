@@ -1,6 +1,7 @@
 """Prints what a build needs to compile against the PyTorch of this interpreter, one item per line:
 include directories (comma-separated), library directory, Python include directory, extension suffix,
-_GLIBCXX_USE_CXX11_ABI (0/1), torch version. Exit status 1 when torch cannot be imported, when it is
+_GLIBCXX_USE_CXX11_ABI (0/1), torch version, the site-packages folder relative to the interpreter's
+prefix (where both builds install the package under theirs, e.g. lib/python3.11/site-packages). Exit status 1 when torch cannot be imported, when it is
 not PyTorch 2.13 (the release the backend is written against: its MTIAHooksInterface), or when no
 include directory holds torch/extension.h: a build cannot compile the extension then."""
 import os
@@ -32,3 +33,4 @@ print(sysconfig.get_paths()["include"])
 print(sysconfig.get_config_var("EXT_SUFFIX"))
 print(int(torch._C._GLIBCXX_USE_CXX11_ABI))
 print(torch.__version__)
+print(os.path.relpath(sysconfig.get_path("platlib"), sysconfig.get_config_var("platbase")))

@@ -8,12 +8,18 @@
 #   2. builds and runs cmake_consumer/ (find_package(mtia) -> mtia::mtia);
 #   3. builds and runs meson_consumer/ (dependency('mtia') via pkg-config);
 #   4. runs the installed programs mtia-smi, mtia-mem and mtia-demo with no
-#      LD_LIBRARY_PATH: their run path must find the installed libmtia.so.1.
+#      LD_LIBRARY_PATH: their run path must find the installed libmtia.so.1;
+#   5. when the build installs torch_mtia (MTIA_TORCH_PYTHON set): its extension
+#      finds the installed libmtia.so.1 through its run path, its dist-info has
+#      the torch.backends entry point, and with the installed site-packages on
+#      PYTHONPATH `import torch` alone brings the mtia device (autoload; not in
+#      sanitized builds, whose interpreter would need the sanitizer preloaded).
 # cmake: `cmake --install BUILD_DIR --prefix TMP`; meson: `DESTDIR=TMP meson
 # install`, read through PKG_CONFIG_SYSROOT_DIR.
 # Environment: CC, CMAKE, MESON (the tools); MTIA_TEST_CFLAGS (e.g.
 # -fsanitize=address,undefined for a sanitized build: added to every consumer
-# compile and link so that the sanitizer runtime loads first).
+# compile and link so that the sanitizer runtime loads first); MTIA_TORCH_PYTHON
+# (the interpreter with torch 2.13, when the build has the PyTorch integration).
 set -euo pipefail
 
 if (($# != 2)) || [[ "$1" != cmake && "$1" != meson ]] || [[ ! -d "$2" ]]; then
@@ -152,5 +158,33 @@ run_installed mtia-smi topo -m
 run_installed mtia-mem --help
 run_installed mtia-demo
 
+torch_note=""
+if [[ -n "${MTIA_TORCH_PYTHON:-}" ]]; then
+  step "5. the installed torch_mtia package"
+  init="$(find "$root" -path '*/site-packages/torch_mtia/__init__.py' | head -n 1)"
+  [[ -n "$init" ]] || fail "no site-packages/torch_mtia in the install tree"
+  package="${init%/__init__.py}"
+  site="${package%/torch_mtia}"
+  ext="$(find "$package" -name '_C.*.so' | head -n 1)"
+  [[ -n "$ext" ]] || fail "no extension _C in $package"
+  [[ -f "$package/libmtia_torch_kernels.so" ]] || fail "no kernel module in $package"
+  loaded="$(env -u LD_LIBRARY_PATH ldd "$ext" | awk '/libmtia\.so/ { print $3 }')"
+  if [[ "$loaded" == not || -z "$loaded" ]] || ! under_root "$loaded"; then
+    fail "installed $ext loads libmtia from '${loaded:-nowhere}', not the install tree (run path: $(readelf -d "$ext" | grep -E 'RPATH|RUNPATH' || echo none))"
+  fi
+  echo "torch_mtia/${ext##*/}: libmtia from ${loaded#"$(realpath "$root")"/}"
+  entry_points="$(find "$site" -path '*/torch_mtia-*.dist-info/entry_points.txt' | head -n 1)"
+  [[ -n "$entry_points" ]] || fail "no torch_mtia-*.dist-info/entry_points.txt in $site"
+  grep -qx 'mtia = torch_mtia:_autoload' "$entry_points" || fail "$entry_points has no torch.backends entry point"
+  if [[ -z "${MTIA_TEST_CFLAGS:-}" ]]; then
+    out="$(cd "$work" && env -u LD_LIBRARY_PATH -u LD_PRELOAD PYTHONPATH="$site" "$MTIA_TORCH_PYTHON" -c \
+      "import sys, torch; x = torch.ones(4, device='mtia'); print(x.device, sys.modules['torch_mtia'].__file__)" 2>&1)" ||
+      fail "import torch with $site on PYTHONPATH: $out"
+    [[ "$out" == "mtia:0 $package/__init__.py" ]] || fail "autoload from the install tree gave: $out"
+    echo "import torch (PYTHONPATH=site-packages of the install tree): $out"
+  fi
+  torch_note=", torch_mtia"
+fi
+
 echo
-echo "install test ($system): the installed headers, libmtia.so, mtia.pc, CMake package and programs work"
+echo "install test ($system): the installed headers, libmtia.so, mtia.pc, CMake package, programs${torch_note} work"
