@@ -157,6 +157,7 @@ def test_collected_and_destroyed_graphs_release_their_handles():
     with torch.mtia.graph(g):
         y = x * 2
     assert torch_mtia._C._live_graphs() == live + 1
+    g.replay()
     del g  # collected: destroyed
     gc.collect()
     assert torch_mtia._C._live_graphs() == live

@@ -1,6 +1,8 @@
 """Every method of torch_mtia's MTIAHooks (csrc/hooks.h) called through PyTorch, not through
 torch_mtia._C: torch.mtia's functions (torch._C._mtia_*), torch.accelerator, torch.Generator,
-pin_memory/is_pinned, torch.__config__, torch.mtia.MTIAGraph, and the autograd engine."""
+pin_memory/is_pinned, torch.mtia.MTIAGraph, and the autograd engine. showConfig and
+getDeviceFromPtr have no PyTorch 2.13 path from Python (torch.__config__.show() does not ask the MTIA
+hooks; tensors from pointers need DLPack or array interfaces that know no MTIA)."""
 import gc
 
 import pytest
@@ -42,10 +44,6 @@ def test_device_synchronize():
         torch_mtia._C.sleep_on_stream(100_000)
     torch.mtia.synchronize()  # deviceSynchronize
     assert s.query()
-
-
-def test_show_config():
-    assert "MTIA runtime" in torch.__config__.show()  # showConfig (at::show_config)
 
 
 def test_capability_and_properties():
@@ -105,7 +103,7 @@ def test_memory_history_and_snapshot(tmp_path):
 def test_out_of_memory_observer_is_accepted():
     # The observer's call is tested in test_oom.py (a small device); here attaching it.
     torch.mtia.attach_out_of_memory_observer(lambda *args: None)  # attachOutOfMemoryObserver
-    with pytest.raises(RuntimeError, match="callable"):
+    with pytest.raises(TypeError):  # refused by PyTorch's binding before the hook
         torch.mtia.attach_out_of_memory_observer(42)
 
 

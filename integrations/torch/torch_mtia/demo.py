@@ -22,6 +22,9 @@ def main(argv=None):
                         help="record the memory history and write a snapshot there (read it with mtia-mem)")
     args = parser.parse_args(argv)
 
+    # Upstream's torch.mtia.record_memory_history and memory_stats do nothing before torch.mtia's
+    # own initialisation (the first tensor does not run it).
+    torch.mtia.init()
     dev = torch.device("mtia", 0)
     props = torch.mtia.get_device_properties(dev)
     print(f"devices: {torch.mtia.device_count()}; using {dev}: {props['name']}, "
