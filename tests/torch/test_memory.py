@@ -6,6 +6,9 @@ import torch_mtia
 from torch_mtia import memory
 
 DEV = torch.device("mtia", 0)
+# Upstream's torch.mtia.memory_stats/memory_allocated/... answer {} and 0 until torch.mtia's own
+# initialisation has run (a first tensor does not run it).
+torch.mtia.init()
 
 
 def test_stats_follow_allocations_and_empty_cache():
