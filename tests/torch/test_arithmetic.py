@@ -5,7 +5,7 @@ import torch
 
 import torch_mtia
 
-DEV = torch_mtia.device(0)
+DEV = torch.device("mtia", 0)
 
 
 def rand(*shape, dtype=torch.float32, seed=0):
@@ -60,7 +60,7 @@ def test_threshold_backward_equals_cpu(dtype):
     x = rand(5, 6, dtype=dtype, seed=8).t()  # non-contiguous
     if dtype.is_floating_point:
         x[0, 0] = float("nan")
-    for threshold in (0, 0.5, -1.5, 0.1):  # 0.1 is compared as the dtype rounds it, as on the CPU
+    for threshold in (0, 0.5, -1.5, 0.1):  # 0.1 is rounded to the opmath type, as on the CPU
         expected = torch.ops.aten.threshold_backward(grad, x, threshold)
         got = torch.ops.aten.threshold_backward(grad.to(DEV), x.to(DEV), threshold)
         assert got.device == DEV and got.dtype == expected.dtype
@@ -78,7 +78,7 @@ def test_threshold_backward_refuses_operands_off_the_device():
         torch.ops.aten.threshold_backward(x, torch.ones(3), 0)
 
 
-def test_threshold_backward_rounds_the_threshold_to_the_dtype():
+def test_threshold_backward_rounds_the_threshold_to_the_opmath_type():
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.tensor([0.1, 0.3, 0.09], dtype=dtype)
         grad = torch.ones(3, dtype=dtype)
@@ -212,11 +212,11 @@ def test_cpu_scalar_tensor_either_side(dtype):
 
 def test_listed_operators_run_on_device_kernels_not_the_cpu_fallback():
     """The values above would be the same through the CPU fallback; the fallback's counts tell that the
-    PrivateUse1 kernels ran (and that an operator without one does fall back)."""
+    MTIA kernels ran (and that an operator without one does fall back)."""
     a, b = rand(5, 7, seed=10), rand(7, 3, seed=11)
     ints = torch.arange(12, dtype=torch.int32).reshape(3, 4)
-    torch_mtia.synchronize()
-    torch_mtia._C.reset_fallback_counts()
+    torch.mtia.synchronize()
+    torch_mtia.reset_fallback_counts()
     da, db, di = a.to(DEV), b.to(DEV), ints.to(DEV)  # _copy_from host to device
     bias = torch.empty(3, device=DEV).fill_(0.5)     # empty.memory_format, fill_.Scalar
     results = [
@@ -232,13 +232,13 @@ def test_listed_operators_run_on_device_kernels_not_the_cpu_fallback():
     inplace = da.clone()
     inplace.add_(da).sub_(db.sum()).mul_(2).zero_()
     inplace.resize_(40).fill_(1)
-    torch_mtia.synchronize()
-    assert torch_mtia._C.fallback_counts() == {}, "operators that left the device"
+    torch.mtia.synchronize()
+    assert torch_mtia.fallback_counts() == {}, "operators that left the device"
     host = [r.cpu() for r in results]                                                # device to host
     assert torch.allclose(host[0], a + a) and torch.equal(host[7], ints + ints) and torch.equal(host[8], ints * 3)
-    assert torch_mtia._C.fallback_counts() == {}
-    torch.cos(da)  # no PrivateUse1 kernel: the fallback runs it, and counts it
-    counts = torch_mtia._C.fallback_counts()
+    assert torch_mtia.fallback_counts() == {}
+    torch.cos(da)  # no MTIA kernel: the fallback runs it, and counts it
+    counts = torch_mtia.fallback_counts()
     assert [name for name in counts if name.startswith("aten::cos")] and all(n >= 1 for n in counts.values()), counts
-    torch_mtia._C.reset_fallback_counts()
-    assert torch_mtia._C.fallback_counts() == {}
+    torch_mtia.reset_fallback_counts()
+    assert torch_mtia.fallback_counts() == {}

@@ -1,17 +1,24 @@
 """python3 -m torch_mtia.demo runs and reports what it promises: device, streams, a graph speed-up (a
 ratio, not asserted: timings are for benchmarks) with replays that compute the CPU's result from a new
-input, and a memory summary."""
+input, a memory summary, and a snapshot that `mtia-mem summary` reads."""
 import os
 import re
 import subprocess
 import sys
 
 
-def test_demo_runs_as_a_module():
-    out = subprocess.run([sys.executable, "-m", "torch_mtia.demo"], capture_output=True, text=True, check=True,
-                         env=os.environ, timeout=240).stdout
-    assert "using privateuseone:0" in out
+def test_demo_runs_as_a_module(tmp_path):
+    path = tmp_path / "demo.pickle"
+    out = subprocess.run([sys.executable, "-m", "torch_mtia.demo", "--snapshot", str(path)], capture_output=True,
+                         text=True, check=True, env=os.environ, timeout=240).stdout
+    assert "using mtia:0" in out
     assert "side-stream result: 131072 (expected 131072)" in out
     assert "same result as the CPU on a new input: True" in out
     assert re.search(r"eager \d+ us/step, replay \d+ us/step, speed-up \d+\.\d\dx", out), out
     assert "memory: allocated" in out and "after empty_cache" in out
+    assert f"snapshot written to {path}" in out
+    # Both builds pass the mtia-mem path (tests/torch/CMakeLists.txt, meson.build): never skipped.
+    tool = os.environ.get("MTIA_MEM")
+    assert tool and os.access(tool, os.X_OK), f"MTIA_MEM must name the mtia-mem executable, got {tool!r}"
+    summary = subprocess.run([tool, "summary", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "device 0" in summary and "demo.py" in summary, summary

@@ -1,14 +1,19 @@
-"""Memory history with Python stacks, snapshot() keys and frames from this file, _dump_snapshot read by
-pickle and by `mtia-mem summary`."""
+"""Memory history with Python stacks through torch.mtia.record_memory_history, torch.mtia.snapshot()
+keys and frames from this file, torch_mtia.memory._dump_snapshot read by pickle and by
+`mtia-mem summary`."""
 import os
 import pickle
 import subprocess
 
+import pytest
 import torch
 
 import torch_mtia
+from torch_mtia import memory
 
-DEV = torch_mtia.device(0)
+DEV = torch.device("mtia", 0)
+# torch.mtia.record_memory_history does nothing before the device is initialised.
+torch.mtia.init()
 
 
 def allocate_here():
@@ -16,10 +21,10 @@ def allocate_here():
 
 
 def test_snapshot_has_keys_and_python_frames(tmp_path):
-    torch_mtia.record_memory_history(enabled="all", stacks="python", max_entries=0)
+    torch.mtia.record_memory_history(enabled="all", stacks="python", max_entries=0)
     try:
         keep = allocate_here()
-        snap = torch_mtia.snapshot()
+        snap = torch.mtia.snapshot()
         assert {"segments", "device_traces"} <= set(snap)
         frames = [f for seg in snap["segments"] for blk in seg["blocks"] if blk["state"] == "active_allocated"
                   for f in blk.get("frames", [])]
@@ -30,7 +35,7 @@ def test_snapshot_has_keys_and_python_frames(tmp_path):
         assert any(e["action"] == "alloc" for e in trace)
 
         path = tmp_path / "snap.pickle"
-        torch_mtia._dump_snapshot(str(path))
+        memory._dump_snapshot(str(path))
         with open(path, "rb") as f:
             dumped = pickle.load(f)
         assert "segments" in dumped
@@ -43,17 +48,33 @@ def test_snapshot_has_keys_and_python_frames(tmp_path):
         assert "allocate_here (" + __file__ in out
         del keep
     finally:
-        torch_mtia.record_memory_history(enabled=None)
+        torch.mtia.record_memory_history(enabled=None)
 
 
-def test_boolean_form_of_record_memory_history():
-    # True / False (the older boolean form) mean "all" and off.
-    torch_mtia.record_memory_history(True)
+def test_history_off_and_bad_arguments():
+    # None turns the history off (upstream's form; the 1.13 integration also took True/False).
+    torch.mtia.record_memory_history("all", "python")
     try:
         keep = allocate_here()
-        trace = [e for device in torch_mtia.snapshot()["device_traces"] for e in device]
+        trace = [e for device in torch.mtia.snapshot()["device_traces"] for e in device]
         assert any(e["action"] == "alloc" for e in trace)
         del keep
     finally:
-        torch_mtia.record_memory_history(False)
-    assert all(t == [] for t in torch_mtia.snapshot()["device_traces"])
+        torch.mtia.record_memory_history(None)
+    assert all(t == [] for t in torch.mtia.snapshot()["device_traces"])
+    with pytest.raises(RuntimeError, match="enabled must be"):
+        torch.mtia.record_memory_history("sometimes")
+    with pytest.raises(RuntimeError, match="stacks must be"):
+        torch.mtia.record_memory_history("all", "fortran")
+
+
+def test_snapshot_written_by_the_hooks_to_a_path(tmp_path):
+    # The hooks' memorySnapshot with a local path (what torch_mtia.memory._dump_snapshot calls).
+    keep = allocate_here()
+    path = tmp_path / "direct.pickle"
+    memory._dump_snapshot(path)
+    with open(path, "rb") as f:
+        dumped = pickle.load(f)
+    sizes = [blk["size"] for seg in dumped["segments"] for blk in seg["blocks"] if blk["state"] == "active_allocated"]
+    assert 1 << 18 in sizes
+    del keep

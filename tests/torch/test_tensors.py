@@ -5,7 +5,7 @@ import torch
 
 import torch_mtia
 
-DEV = torch_mtia.device(0)
+DEV = torch.device("mtia", 0)
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
           torch.int8, torch.uint8, torch.bool]
 
@@ -78,7 +78,7 @@ def test_views_resize_print_and_index():
     assert torch.equal(y.reshape(4, 3).cpu(), x.reshape(4, 3))
     s = y.as_strided((2, 2), (1, 2), 3)
     assert torch.equal(s.cpu(), x.as_strided((2, 2), (1, 2), 3))
-    assert "device='privateuseone:0'" in repr(v)
+    assert "device='mtia:0'" in repr(v)
     assert v[1, 2].item() == 6.0
     assert torch.equal(v[:, 1].cpu(), x.view(3, 4)[:, 1])
     z = torch.empty(0, device=DEV)
@@ -99,14 +99,14 @@ def test_fallback_operator_matches_cpu():
 
 
 def test_second_device_through_the_guard():
-    if torch_mtia.device_count() < 2:
+    if torch.mtia.device_count() < 2:
         pytest.skip("one device")
-    d1 = torch_mtia.device(1)
+    d1 = torch.device("mtia", 1)
     x = torch.arange(6.0)
     y = x.to(d1)
     assert y.device == d1
     assert torch.equal((y + y).cpu(), x * 2)
-    assert torch_mtia.current_device() == 0  # the guard restored it
+    assert torch.mtia.current_device() == 0  # the guard restored it
     assert torch.equal(y.to(DEV).cpu(), x)  # device 1 to device 0
 
 
@@ -121,12 +121,12 @@ def test_fallback_waits_for_work_queued_on_the_current_stream():
 
 def test_bad_input_raises_errors_naming_the_problem():
     with pytest.raises(RuntimeError, match="mtiaSetDevice"):
-        torch_mtia.set_device(99)
+        torch.mtia.set_device(99)
     with pytest.raises(RuntimeError):
-        torch.empty(2, device=torch.device("privateuseone", 99))
+        torch.empty(2, device=torch.device("mtia", 99))
     a = torch.ones(2, 3, device=DEV)
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         a @ a
     with pytest.raises(RuntimeError, match="pin_memory"):
         torch.empty(2, device=DEV, pin_memory=True)
-    assert torch_mtia.current_device() == 0
+    assert torch.mtia.current_device() == 0

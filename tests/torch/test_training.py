@@ -5,7 +5,7 @@ import torch
 
 import torch_mtia
 
-DEV = torch_mtia.device(0)
+DEV = torch.device("mtia", 0)
 
 
 def test_mlp_training_step_matches_cpu():

@@ -8,6 +8,7 @@
 #include "python_stacks.h"
 #include "streams.h"
 
+#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 #include <torch/csrc/utils/pybind.h>
@@ -155,6 +156,10 @@ std::string MTIAHooks::showConfig() const {
 
 namespace {
 mtiaDeviceProp properties(c10::DeviceIndex device) {
+    // torch.mtia.get_device_properties/get_device_capability do not initialise the device first
+    // (upstream's Python calls the hooks directly), and the runtime's mtiaGetDeviceProperties
+    // crashed when called before mtiaInit: initialise through PyTorch, as the first tensor would.
+    at::globalContext().lazyInitDevice(kDeviceType);
     mtiaDeviceProp prop = MTIA_DEVICE_PROP_INIT;
     MTIA_CHECK(mtiaGetDeviceProperties(&prop, resolveDevice(device)));
     return prop;

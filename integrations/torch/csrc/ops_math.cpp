@@ -11,6 +11,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/OpMathType.h>
 #include <ATen/WrapDimUtilsMulti.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -143,7 +144,20 @@ at::Tensor subTensor(const at::Tensor& self, const at::Tensor& other, const c10:
     checkSub(self.scalar_type(), other.scalar_type());
     return binary(self, other, false, negate(alpha));
 }
+// PyTorch 2.13's CPU multiplies a half or bfloat16 tensor by a CPU scalar on the right (x * s, not
+// s * x) with the scalar in float32, not first rounded to the tensor's dtype.
+bool rightScalarInOpMath(const at::Tensor& other, at::ScalarType type) {
+    return isCpuScalar(other) && at::isReducedFloatingType(type);
+}
+
 at::Tensor mulTensor(const at::Tensor& self, const at::Tensor& other) {
+    const at::ScalarType type = at::result_type(self, other);
+    if (!isCpuScalar(self) && rightScalarInOpMath(other, type)) {
+        const c10::DeviceGuard guard(self.device());
+        at::Tensor out = emptyDevice(self.sizes(), type, self.device());
+        binaryInto(out, self, onDevice(other, self, at::kFloat), true, 1, 1);
+        return out;
+    }
     return binary(self, other, true, 1);
 }
 
@@ -155,6 +169,14 @@ at::Tensor& subInPlace(at::Tensor& self, const at::Tensor& other, const c10::Sca
     return binaryInPlace(self, other, false, negate(alpha));
 }
 at::Tensor& mulInPlace(at::Tensor& self, const at::Tensor& other) {
+    if (rightScalarInOpMath(other, at::result_type(self, other)) &&
+        at::isReducedFloatingType(self.scalar_type())) {
+        checkOperands(self, other);
+        const c10::DeviceGuard guard(self.device());
+        at::assert_no_internal_overlap(self);
+        binaryInto(self, self, onDevice(other, self, at::kFloat), true, 1, 1);
+        return self;
+    }
     return binaryInPlace(self, other, true, 1);
 }
 
@@ -210,10 +232,13 @@ at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& sel
     mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpThresholdBackward, out, out.sizes());
     p.a = tensorArg(gradOutput, out.sizes());
     p.b = tensorArg(self, out.sizes());
-    // The CPU compares with the threshold converted to the computation type (0.1 as a float32 is
-    // 0.100000001...): a 0-dim host tensor of that type does the same rounding.
+    // The CPU compares with the threshold converted to the computation's opmath type (0.1 as a
+    // float32 is 0.100000001...; half and bfloat16 compare in float32, PyTorch 2.13): a 0-dim host
+    // tensor of that type does the same rounding.
     setScalar(p.alpha, p.ialpha,
-              at::scalar_tensor(threshold, at::TensorOptions().dtype(out.scalar_type())).item());
+              at::scalar_tensor(threshold,
+                                at::TensorOptions().dtype(at::toOpMathType(out.scalar_type())))
+                  .item());
     launchElementwise(p);
     return out;
 }

@@ -1,7 +1,9 @@
 """MTIAGraph's lifetime. PyTorch 2.13's ``torch._C._MTIAGraph`` keeps only the hooks' handle and never
 calls ``mtiagraphDestroy``: a graph, its executable and its private memory pool would live until the
 process ends. ``install()`` ties the handle to the Python object: ``torch.mtia.MTIAGraph`` gains
-``destroy()`` (explicit, idempotent) and destroys its graph when it is collected."""
+``destroy()`` (explicit, idempotent) and destroys its graph when it is collected. Upstream's
+``torch.mtia.graph`` leaves its capture stream current when ``capture_begin`` fails; ``install()``
+makes it restore the caller's stream then."""
 import torch
 
 from . import _C
@@ -30,11 +32,23 @@ def _del(self):
         pass
 
 
+def _graph_enter(self):
+    try:
+        _ORIGINAL_ENTER(self)
+    except BaseException:
+        # capture_begin refused (the stream context was entered just before it): the caller's
+        # stream is current again, as torch.cuda.graph leaves it.
+        if self.stream_ctx.src_prev_stream is not None:
+            self.stream_ctx.__exit__(None, None, None)
+        raise
+
+
 _ORIGINAL_INIT = None
+_ORIGINAL_ENTER = None
 
 
 def install():
-    global _ORIGINAL_INIT
+    global _ORIGINAL_INIT, _ORIGINAL_ENTER
     cls = torch._C._MTIAGraph
     if getattr(cls, "_torch_mtia_installed", False):
         return
@@ -43,3 +57,5 @@ def install():
     cls.destroy = _destroy
     cls.__del__ = _del
     cls._torch_mtia_installed = True
+    _ORIGINAL_ENTER = torch.mtia.graph.__enter__
+    torch.mtia.graph.__enter__ = _graph_enter

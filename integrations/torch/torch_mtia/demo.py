@@ -1,10 +1,13 @@
-"""python3 -m torch_mtia.demo: the device, streams, an MTIAGraph's speed-up over eager launches and a
-memory summary."""
+"""python3 -m torch_mtia.demo: PyTorch's own MTIA API on the runtime: the device, streams, a
+torch.mtia.MTIAGraph's speed-up over eager launches, a memory summary and a snapshot file that
+`mtia-mem summary` opens (python3 -m torch_mtia.demo --snapshot FILE)."""
+import argparse
 import time
 
 import torch
 
-import torch_mtia
+import torch_mtia  # noqa: F401 - registers the mtia device (done by `import torch` once installed)
+from torch_mtia import memory
 
 
 def forward(x, layers):
@@ -13,19 +16,29 @@ def forward(x, layers):
     return x
 
 
-def main():
-    dev = torch_mtia.device(0)
-    props = torch_mtia.get_device_properties(0)
-    print(f"devices: {torch_mtia.device_count()}; using {dev}: {props['name']}, "
-          f"{props['total_memory'] / 2**30:.1f} GiB, capability {torch_mtia.get_device_capability(0)}")
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m torch_mtia.demo")
+    parser.add_argument("--snapshot", metavar="FILE",
+                        help="record the memory history and write a snapshot there (read it with mtia-mem)")
+    args = parser.parse_args(argv)
 
-    s = torch_mtia.Stream()
-    print(f"streams: current {torch_mtia.current_stream()}, side {s}")
+    # Upstream's torch.mtia.record_memory_history and memory_stats do nothing before torch.mtia's
+    # own initialisation (the first tensor does not run it).
+    torch.mtia.init()
+    dev = torch.device("mtia", 0)
+    props = torch.mtia.get_device_properties(dev)
+    print(f"devices: {torch.mtia.device_count()}; using {dev}: {props['name']}, "
+          f"{props['total_memory'] / 2**30:.1f} GiB, capability {torch.mtia.get_device_capability(dev)}")
+    if args.snapshot:
+        torch.mtia.record_memory_history("all", stacks="python")
+
+    s = torch.mtia.Stream(device=dev)
+    print(f"streams: current {torch.mtia.current_stream()}, side {s}")
     a = torch.ones(256, 256, device=dev)
-    with torch_mtia.stream(s):
-        s.wait_stream(torch_mtia.default_stream())
+    with torch.mtia.stream(s):
+        s.wait_stream(torch.mtia.default_stream())
         b = a * 2
-    torch_mtia.current_stream().wait_stream(s)
+    torch.mtia.current_stream().wait_stream(s)
     print(f"  side-stream result: {b.sum().item():.0f} (expected {2 * 256 * 256})")
 
     # Eight small layers (24 launches per step), run many times: launch-bound work, what graphs are for.
@@ -33,15 +46,15 @@ def main():
     layers = [(torch.randn(16, 16, device=dev) / 4, torch.randn(16, device=dev)) for _ in range(8)]
     steps = 200
     forward(x, layers)
-    torch_mtia.synchronize()
+    torch.mtia.synchronize()
     start = time.perf_counter()
     for _ in range(steps):
         y = forward(x, layers)
-    torch_mtia.synchronize()
+    torch.mtia.synchronize()
     eager = (time.perf_counter() - start) / steps
 
-    g = torch_mtia.MTIAGraph()
-    with torch_mtia.graph(g):
+    g = torch.mtia.MTIAGraph()
+    with torch.mtia.graph(g):
         static_y = forward(x, layers)
     # A new input in the captured tensor: the replays must compute from it, as the CPU does.
     new_x = torch.randn(4, 16)
@@ -49,20 +62,24 @@ def main():
     start = time.perf_counter()
     for _ in range(steps):
         g.replay()
-    torch_mtia.synchronize()
+    torch.mtia.synchronize()
     replay = (time.perf_counter() - start) / steps
     expected = forward(new_x, [(w.cpu(), b.cpu()) for w, b in layers])
     same = torch.allclose(static_y.cpu(), expected, rtol=1e-4, atol=1e-5) and not torch.allclose(expected, y.cpu())
     print(f"graph: eager {eager * 1e6:.0f} us/step, replay {replay * 1e6:.0f} us/step, "
           f"speed-up {eager / replay:.2f}x, same result as the CPU on a new input: {same}")
 
-    stats = torch_mtia.memory_stats()
+    stats = torch.mtia.memory_stats()
     print(f"memory: allocated {stats['dram']['allocated_bytes'] / 2**20:.2f} MiB "
           f"(peak {stats['dram']['peak_bytes'] / 2**20:.2f} MiB), reserved "
-          f"{torch_mtia.memory_reserved() / 2**20:.2f} MiB, device allocations {stats['num_device_alloc']}")
+          f"{memory.memory_reserved() / 2**20:.2f} MiB, device allocations {stats['num_device_alloc']}")
+    if args.snapshot:
+        memory._dump_snapshot(args.snapshot)
+        torch.mtia.record_memory_history(None)
+        print(f"  snapshot written to {args.snapshot} (mtia-mem summary {args.snapshot})")
     del g, static_y, y
-    torch_mtia.empty_cache()
-    print(f"  after empty_cache: reserved {torch_mtia.memory_reserved() / 2**20:.2f} MiB")
+    torch.mtia.empty_cache()
+    print(f"  after empty_cache: reserved {memory.memory_reserved() / 2**20:.2f} MiB")
 
 
 if __name__ == "__main__":
