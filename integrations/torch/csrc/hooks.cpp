@@ -157,8 +157,8 @@ std::string MTIAHooks::showConfig() const {
 namespace {
 mtiaDeviceProp properties(c10::DeviceIndex device) {
     // torch.mtia.get_device_properties/get_device_capability do not initialise the device first
-    // (upstream's Python calls the hooks directly), and the runtime's mtiaGetDeviceProperties
-    // crashed when called before mtiaInit: initialise through PyTorch, as the first tensor would.
+    // (upstream's Python calls the hooks directly): initialise through PyTorch, as the first tensor
+    // would, so that the kernel module is loaded and the fork handler registered.
     at::globalContext().lazyInitDevice(kDeviceType);
     mtiaDeviceProp prop = MTIA_DEVICE_PROP_INIT;
     MTIA_CHECK(mtiaGetDeviceProperties(&prop, resolveDevice(device)));
