@@ -1,9 +1,10 @@
-/* libmtia loaded with dlopen, as Python loads it under PyTorch, and its first calls made from the main
- * thread and from fresh threads: each first call on a thread allocates the library's thread-local
- * block (dynamic TLS; the test runs with glibc.rtld.optional_static_tls=0 so that no static surplus
- * hides that path). With TLS descriptors (-mtls-dialect=gnu2) Debian 12's glibc 2.36 clobbered
- * registers in that first access (glibc bug 31372, fixed in 2.40) and mtiaGetDeviceProperties as a
- * process's first call crashed; these calls must return their results. */
+/* libmtia loaded with dlopen, as Python loads it under PyTorch, and its first calls made from the
+ * main thread and from fresh threads: each first call on a thread allocates the library's
+ * thread-local block (dynamic TLS; the test runs with glibc.rtld.optional_static_tls=0 so that no
+ * static surplus hides that path). With TLS descriptors (-mtls-dialect=gnu2) Debian 12's glibc 2.36
+ * clobbered registers in that first access (glibc bug 31372, fixed in 2.40) and
+ * mtiaGetDeviceProperties as a process's first call crashed; these calls must return their results.
+ */
 #include <mtia/mtia.h>
 
 #include <dlfcn.h>
@@ -27,7 +28,8 @@ static int firstCalls(const char* where) {
     void* p = NULL;
     mtiaError_t rc = getProps(&prop, 0);
     if (rc != mtiaSuccess || prop.name[0] == '\0' || prop.totalGlobalMem == 0) {
-        fprintf(stderr, "%s: mtiaGetDeviceProperties gave %d, name \"%s\"\n", where, (int)rc, prop.name);
+        fprintf(stderr, "%s: mtiaGetDeviceProperties gave %d, name \"%s\"\n", where, (int)rc,
+                prop.name);
         return 1;
     }
     rc = getCount(&count);
@@ -64,10 +66,22 @@ int main(int argc, char** argv) {
     }
     /* Through a union: ISO C has no conversion from void* to a function pointer. */
     {
-        union { void* object; GetProps f; } a;
-        union { void* object; GetCount f; } b;
-        union { void* object; Malloc f; } c;
-        union { void* object; Free f; } d;
+        union {
+            void* object;
+            GetProps f;
+        } a;
+        union {
+            void* object;
+            GetCount f;
+        } b;
+        union {
+            void* object;
+            Malloc f;
+        } c;
+        union {
+            void* object;
+            Free f;
+        } d;
         a.object = dlsym(lib, "mtiaGetDeviceProperties");
         b.object = dlsym(lib, "mtiaGetDeviceCount");
         c.object = dlsym(lib, "mtiaMalloc");
@@ -91,6 +105,7 @@ int main(int argc, char** argv) {
         }
         if (*(int*)result != 0) return 1;
     }
-    printf("capi_dlopen: first calls on the main thread and 4 new threads returned their results\n");
+    printf(
+        "capi_dlopen: first calls on the main thread and 4 new threads returned their results\n");
     return 0;
 }

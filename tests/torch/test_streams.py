@@ -263,19 +263,6 @@ def test_the_same_stream_nests_as_a_context():
     assert torch.mtia.current_stream() == default
 
 
-def test_engine_wrapper_keeps_the_engine_interface():
-    from torch.autograd.variable import Variable
-
-    engine = Variable._execution_engine
-    assert isinstance(engine, torch_mtia._autograd._StreamOrderedEngine)
-    torch_mtia._autograd.install()  # a second install wraps nothing again
-    assert Variable._execution_engine is engine
-    assert engine.is_checkpoint_valid() is True
-    x = torch.ones(3, requires_grad=True)  # a CPU backward passes through with no device fenced
-    (x * 2).sum().backward()
-    assert torch.equal(x.grad, torch.full((3,), 2.0))
-
-
 def test_collected_stream_that_is_still_current_does_not_abort():
     # The Stream object goes away while its stream is current and autograd's engine asks the guard
     # for it (getStream / exchangeStream are noexcept): it must keep working, in a child process so

@@ -235,10 +235,10 @@ at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& sel
     // The CPU compares with the threshold converted to the computation's opmath type (0.1 as a
     // float32 is 0.100000001...; half and bfloat16 compare in float32, PyTorch 2.13): a 0-dim host
     // tensor of that type does the same rounding.
-    setScalar(p.alpha, p.ialpha,
-              at::scalar_tensor(threshold,
-                                at::TensorOptions().dtype(at::toOpMathType(out.scalar_type())))
-                  .item());
+    setScalar(
+        p.alpha, p.ialpha,
+        at::scalar_tensor(threshold, at::TensorOptions().dtype(at::toOpMathType(out.scalar_type())))
+            .item());
     launchElementwise(p);
     return out;
 }

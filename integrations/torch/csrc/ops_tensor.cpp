@@ -85,9 +85,9 @@ bool sameElements(const at::Tensor& a, const at::Tensor& b) {
 }
 
 // PyTorch's copy_ hands copies with a device it has no copy kernel for (MTIA) to _copy_from before
-// its own broadcasting and overlap checks, so they are done here: the source is broadcast to the destination's shape, and a
-// destination whose elements overlap each other or partly overlap the source is refused, as the CPU
-// refuses it.
+// its own broadcasting and overlap checks, so they are done here: the source is broadcast to the
+// destination's shape, and a destination whose elements overlap each other or partly overlap the
+// source is refused, as the CPU refuses it.
 at::Tensor copyFrom(const at::Tensor& from, const at::Tensor& dst, bool nonBlocking) {
     const at::Tensor self = from.sizes() == dst.sizes() ? from : from.expand(dst.sizes());
     if (self.numel() == 0 || sameElements(self, dst)) return dst;

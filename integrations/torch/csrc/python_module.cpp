@@ -1,7 +1,6 @@
 // torch_mtia._C: what the package adds to PyTorch's own torch.mtia bindings (torch._C._mtia_*,
 // which reach MTIAHooks). Streams travel as torch.Stream (c10::Stream of MTIA) through PyTorch's
 // casters.
-#include "autograd_streams.h"
 #include "device_kernels.h"
 #include "fallback_counts.h"
 #include "generator.h"
@@ -60,8 +59,6 @@ PYBIND11_MODULE(_C, m) {
         // timing.
         launchBuiltin("sleep_us", {&us}, 1);
     });
-    m.def("backward_fence_begin", &backwardFenceBegin);
-    m.def("backward_fence_end", &backwardFenceEnd);
 
     m.def("fallback_counts", &fallbackCounts);
     m.def("reset_fallback_counts", &resetFallbackCounts);

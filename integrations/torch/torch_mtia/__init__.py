@@ -20,7 +20,7 @@ import traceback
 
 import torch
 
-from . import _C, _autograd, _graphs, memory
+from . import _C, _graphs, memory
 
 __all__ = ["memory", "fallback_counts", "reset_fallback_counts", "is_current_stream_capturing",
            "show_config", "stream_priority_range"]
@@ -44,7 +44,6 @@ if torch.mtia.is_initialized():
 else:
     torch.mtia._queued_calls.append((_install_generators, traceback.format_stack()))
 
-_autograd.install()
 _graphs.install()
 
 
