@@ -1,6 +1,7 @@
 // torch_mtia._C: what the package adds to PyTorch's own torch.mtia bindings (torch._C._mtia_*,
 // which reach MTIAHooks). Streams travel as torch.Stream (c10::Stream of MTIA) through PyTorch's
 // casters.
+#include "autograd_exit.h"
 #include "device_kernels.h"
 #include "fallback_counts.h"
 #include "generator.h"
@@ -59,6 +60,8 @@ PYBIND11_MODULE(_C, m) {
         // timing.
         launchBuiltin("sleep_us", {&us}, 1);
     });
+
+    m.def("_drain_autograd_threads", &drainAutogradThreads);  // Note [autograd threads at exit]
 
     m.def("fallback_counts", &fallbackCounts);
     m.def("reset_fallback_counts", &resetFallbackCounts);

@@ -15,6 +15,7 @@ tensor, ``torch.mtia.device_count()``...), not at import. Use PyTorch's own API:
 here: ``torch_mtia.memory`` (snapshot files, free memory, more statistics), ``fallback_counts``,
 ``is_current_stream_capturing`` and ``show_config``.
 """
+import atexit
 import os
 import traceback
 
@@ -45,6 +46,16 @@ else:
     torch.mtia._queued_calls.append((_install_generators, traceback.format_stack()))
 
 _graphs.install()
+
+
+def _drain_autograd_threads():
+    # Note [autograd threads at exit] (csrc/autograd_exit.h): without this, an exit right after a
+    # backward over MTIA tensors can abort in PyTorch's autograd device thread.
+    if torch.mtia.is_initialized():
+        _C._drain_autograd_threads()
+
+
+atexit.register(_drain_autograd_threads)
 
 
 def fallback_counts():
