@@ -13,6 +13,7 @@ SMI=tools/mtia-smi
 MEM=tools/mtia-mem
 SNAPSHOT="$BUILD_DIR/mtia-demo-snapshot.pickle"
 PLOT="$BUILD_DIR/mtia-demo-memory.html"
+TORCH_SNAPSHOT="$BUILD_DIR/torch-demo-snapshot.pickle"
 
 mtia_step "install dependencies"
 bash scripts/install-deps.sh
@@ -44,7 +45,9 @@ echo "open $PLOT in a browser: memory over time by allocation site, the segment 
 
 if ((torch_demo)); then
   mtia_step "run .venv/bin/python -m torch_mtia.demo (PyTorch 2.13 on the simulated device)"
-  PYTHONPATH="$BUILD_DIR/integrations/torch" MTIA_MEM="$BUILD_DIR/$MEM" .venv/bin/python -m torch_mtia.demo
+  PYTHONPATH="$BUILD_DIR/integrations/torch" .venv/bin/python -m torch_mtia.demo --snapshot "$TORCH_SNAPSHOT"
+  mtia_step "mtia-mem summary $TORCH_SNAPSHOT (torch.mtia.snapshot() of the PyTorch demo)"
+  "$BUILD_DIR/$MEM" summary "$TORCH_SNAPSHOT"
 fi
 
 mtia_step "run $BUILD_DIR/$SMI"

@@ -155,4 +155,26 @@ def test_primary_context_through_the_autograd_engine():
     with torch.mtia.stream(side):
         (x * 2).sum().backward()
         assert torch.mtia.current_stream() == side
-    assert torch.equal(x.grad.cpu(), torch.full((16,), 2.0))
+        # The gradient is ready on the stream that called backward (side), as with CUDA: read it
+        # there (the default stream has no order against side).
+        assert torch.equal(x.grad.cpu(), torch.full((16,), 2.0))
+
+
+def test_accelerator_memory_functions_reach_the_device_allocator():
+    # torch.accelerator's memory functions need the MTIA allocator to be a c10::DeviceAllocator.
+    torch.accelerator.empty_cache()
+    torch.accelerator.reset_peak_memory_stats()
+    before = torch.accelerator.memory_allocated()
+    x = torch.empty(1 << 20, device=DEV)  # 4 MiB
+    assert torch.accelerator.memory_allocated() == before + (4 << 20)
+    assert torch.accelerator.max_memory_allocated() >= before + (4 << 20)
+    assert torch.accelerator.memory_reserved() >= torch.accelerator.memory_allocated()
+    stats = torch.accelerator.memory_stats()
+    assert stats["allocated_bytes.all.current"] == torch.mtia.memory_stats()["dram"]["allocated_bytes"]
+    free, total = torch.accelerator.get_memory_info()
+    assert total == torch.mtia.get_device_properties(DEV)["total_memory"] and 0 < free < total
+    del x
+    torch.accelerator.empty_cache()
+    assert torch.accelerator.memory_allocated() == before
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == before

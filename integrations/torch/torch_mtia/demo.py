@@ -2,6 +2,7 @@
 torch.mtia.MTIAGraph's speed-up over eager launches, a memory summary and a snapshot file that
 `mtia-mem summary` opens (python3 -m torch_mtia.demo --snapshot FILE)."""
 import argparse
+import pickle
 import time
 
 import torch
@@ -74,7 +75,10 @@ def main(argv=None):
           f"(peak {stats['dram']['peak_bytes'] / 2**20:.2f} MiB), reserved "
           f"{memory.memory_reserved() / 2**20:.2f} MiB, device allocations {stats['num_device_alloc']}")
     if args.snapshot:
-        memory._dump_snapshot(args.snapshot)
+        # Upstream's snapshot dict, pickled as torch.cuda.memory._dump_snapshot does: the file
+        # PyTorch's memory viewer and mtia-mem read.
+        with open(args.snapshot, "wb") as f:
+            pickle.dump(torch.mtia.snapshot(), f)
         torch.mtia.record_memory_history(None)
         print(f"  snapshot written to {args.snapshot} (mtia-mem summary {args.snapshot})")
     del g, static_y, y
