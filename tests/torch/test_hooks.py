@@ -152,6 +152,7 @@ def test_primary_context_through_the_autograd_engine():
     # backward on a device with memory then leaves the caller's stream as it was.
     side = torch.Stream(device=DEV)
     x = torch.ones(16, device=DEV, requires_grad=True)
+    side.wait_stream(torch.mtia.current_stream())  # x is filled on the current stream
     with torch.mtia.stream(side):
         (x * 2).sum().backward()
         assert torch.mtia.current_stream() == side
