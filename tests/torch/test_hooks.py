@@ -123,6 +123,11 @@ def test_generators():
     torch.manual_seed(77)  # torch.manual_seed seeds MTIA too
     assert torch.mtia.initial_seed() == 77
     assert all(gen.device.type == "mtia" for gen in torch.mtia.default_generators)
+    with pytest.raises(RuntimeError, match="has 16 bytes, got 3"):
+        g2.set_state(torch.zeros(3, dtype=torch.uint8))
+    with pytest.raises(RuntimeError, match="contiguous CPU uint8"):
+        g2.set_state(torch.zeros(16, dtype=torch.int32))
+    assert g2.initial_seed() == 5  # a refused state changes nothing
 
 
 def test_graph_hooks():

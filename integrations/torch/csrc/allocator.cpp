@@ -71,27 +71,7 @@ public:
     }
 
     c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
-        mtiaMemoryStats s = MTIA_MEMORY_STATS_INIT;
-        MTIA_CHECK(mtiaMemoryGetStats(resolveDevice(device), &s));
-        c10::CachingDeviceAllocator::DeviceStats d;
-        copyStats(s.allocation, d.allocation);
-        copyStats(s.segment, d.segment);
-        copyStats(s.active, d.active);
-        copyStats(s.inactive_split, d.inactive_split);
-        copyStats(s.allocated_bytes, d.allocated_bytes);
-        copyStats(s.reserved_bytes, d.reserved_bytes);
-        copyStats(s.active_bytes, d.active_bytes);
-        copyStats(s.inactive_split_bytes, d.inactive_split_bytes);
-        copyStats(s.requested_bytes, d.requested_bytes);
-        d.num_alloc_retries = s.num_alloc_retries;
-        d.num_ooms = s.num_ooms;
-        copyStat(s.oversize_allocations, d.oversize_allocations);
-        copyStat(s.oversize_segments, d.oversize_segments);
-        d.num_sync_all_streams = s.num_sync_all_streams;
-        d.num_device_alloc = s.num_device_alloc;
-        d.num_device_free = s.num_device_free;
-        d.max_split_size = s.max_split_size;
-        return d;
+        return deviceStats(device);
     }
 
     void resetAccumulatedStats(c10::DeviceIndex device) override {
@@ -139,6 +119,30 @@ PinnedAllocator pinned;
 
 c10::Allocator* deviceAllocator() {
     return &allocator;
+}
+
+c10::CachingDeviceAllocator::DeviceStats deviceStats(c10::DeviceIndex device) {
+    mtiaMemoryStats s = MTIA_MEMORY_STATS_INIT;
+    MTIA_CHECK(mtiaMemoryGetStats(resolveDevice(device), &s));
+    c10::CachingDeviceAllocator::DeviceStats d;
+    copyStats(s.allocation, d.allocation);
+    copyStats(s.segment, d.segment);
+    copyStats(s.active, d.active);
+    copyStats(s.inactive_split, d.inactive_split);
+    copyStats(s.allocated_bytes, d.allocated_bytes);
+    copyStats(s.reserved_bytes, d.reserved_bytes);
+    copyStats(s.active_bytes, d.active_bytes);
+    copyStats(s.inactive_split_bytes, d.inactive_split_bytes);
+    copyStats(s.requested_bytes, d.requested_bytes);
+    d.num_alloc_retries = s.num_alloc_retries;
+    d.num_ooms = s.num_ooms;
+    copyStat(s.oversize_allocations, d.oversize_allocations);
+    copyStat(s.oversize_segments, d.oversize_segments);
+    d.num_sync_all_streams = s.num_sync_all_streams;
+    d.num_device_alloc = s.num_device_alloc;
+    d.num_device_free = s.num_device_free;
+    d.max_split_size = s.max_split_size;
+    return d;
 }
 
 c10::Allocator* pinnedAllocator() {

@@ -13,10 +13,16 @@
 #pragma once
 
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 
 namespace torch_mtia {
 
 c10::Allocator* deviceAllocator();
 c10::Allocator* pinnedAllocator();
+
+// The device's allocator statistics (mtiaMemoryGetStats) as PyTorch's DeviceStats; index -1: the
+// current device. Any thread; never waits for the device; legal during capture. Errors: an invalid
+// device becomes c10::Error.
+c10::CachingDeviceAllocator::DeviceStats deviceStats(c10::DeviceIndex index);
 
 }  // namespace torch_mtia

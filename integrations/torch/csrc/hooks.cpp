@@ -8,7 +8,6 @@
 #include "python_stacks.h"
 #include "streams.h"
 
-#include <ATen/Context.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
 #include <torch/csrc/utils/pybind.h>
@@ -156,10 +155,6 @@ std::string MTIAHooks::showConfig() const {
 
 namespace {
 mtiaDeviceProp properties(c10::DeviceIndex device) {
-    // torch.mtia.get_device_properties/get_device_capability do not initialise the device first
-    // (upstream's Python calls the hooks directly): initialise through PyTorch, as the first tensor
-    // would, so that the kernel module is loaded and the fork handler registered.
-    at::globalContext().lazyInitDevice(kDeviceType);
     mtiaDeviceProp prop = MTIA_DEVICE_PROP_INIT;
     MTIA_CHECK(mtiaGetDeviceProperties(&prop, resolveDevice(device)));
     return prop;
@@ -215,9 +210,7 @@ c10::Device MTIAHooks::getDeviceFromPtr(void* data) const {
 }
 
 PyObject* MTIAHooks::memoryStats(c10::DeviceIndex device) const {
-    mtiaMemoryStats stats = MTIA_MEMORY_STATS_INIT;
-    MTIA_CHECK(mtiaMemoryGetStats(resolveDevice(device), &stats));
-    return memoryStatsObject(stats);
+    return memoryStatsObject(deviceStats(device));
 }
 
 void MTIAHooks::emptyCache() const {

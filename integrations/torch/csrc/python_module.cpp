@@ -4,7 +4,6 @@
 #include "autograd_exit.h"
 #include "device_kernels.h"
 #include "fallback_counts.h"
-#include "generator.h"
 #include "hooks.h"
 #include "mtia_check.h"
 #include "streams.h"
@@ -27,13 +26,13 @@ PYBIND11_MODULE(_C, m) {
         return MTIAHooks::get().hasPrimaryContext(static_cast<c10::DeviceIndex>(d));
     });
 
-    // One generator object per device, for torch.mtia.default_generators.
+    // One generator object per device, for torch.mtia.default_generators (through the hook).
     m.def("_default_generators", [] {
         const int count = MTIAHooks::get().deviceCount();
         py::tuple result(count);
         for (int i = 0; i < count; ++i) {
             PyObject* g = THPGenerator_initDefaultGenerator(
-                defaultGenerator(static_cast<c10::DeviceIndex>(i)));
+                MTIAHooks::get().getDefaultGenerator(static_cast<c10::DeviceIndex>(i)));
             if (g == nullptr) throw py::error_already_set();
             result[i] = py::reinterpret_steal<py::object>(g);
         }

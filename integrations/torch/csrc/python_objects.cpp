@@ -7,7 +7,7 @@ namespace py = pybind11;
 namespace torch_mtia {
 namespace {
 
-py::dict stat(const mtiaStat& s) {
+py::dict stat(const c10::CachingAllocator::Stat& s) {
     py::dict d;
     d["current"] = s.current;
     d["peak"] = s.peak;
@@ -16,17 +16,19 @@ py::dict stat(const mtiaStat& s) {
     return d;
 }
 
-py::dict statArray(const mtiaStat (&a)[3]) {
+py::dict statArray(const c10::CachingAllocator::StatArray& a) {
+    using c10::CachingAllocator::StatType;
     py::dict d;
-    d["all"] = stat(a[mtiaStatAll]);
-    d["small_pool"] = stat(a[mtiaStatSmallPool]);
-    d["large_pool"] = stat(a[mtiaStatLargePool]);
+    d["all"] = stat(a[static_cast<size_t>(StatType::AGGREGATE)]);
+    d["small_pool"] = stat(a[static_cast<size_t>(StatType::SMALL_POOL)]);
+    d["large_pool"] = stat(a[static_cast<size_t>(StatType::LARGE_POOL)]);
     return d;
 }
 
 }  // namespace
 
-PyObject* memoryStatsObject(const mtiaMemoryStats& s) {
+PyObject* memoryStatsObject(const c10::CachingDeviceAllocator::DeviceStats& s) {
+    using c10::CachingAllocator::StatType;
     py::dict d;
     d["allocation"] = statArray(s.allocation);
     d["segment"] = statArray(s.segment);
@@ -45,11 +47,13 @@ PyObject* memoryStatsObject(const mtiaMemoryStats& s) {
     d["oversize_allocations"] = stat(s.oversize_allocations);
     d["oversize_segments"] = stat(s.oversize_segments);
     d["max_split_size"] = s.max_split_size;
+    const auto& allocated = s.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)];
+    const auto& reserved = s.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)];
     py::dict dram;
-    dram["allocated_bytes"] = s.allocated_bytes[mtiaStatAll].current;
-    dram["peak_bytes"] = s.allocated_bytes[mtiaStatAll].peak;
-    dram["reserved_bytes"] = s.reserved_bytes[mtiaStatAll].current;
-    dram["peak_reserved_bytes"] = s.reserved_bytes[mtiaStatAll].peak;
+    dram["allocated_bytes"] = allocated.current;
+    dram["peak_bytes"] = allocated.peak;
+    dram["reserved_bytes"] = reserved.current;
+    dram["peak_reserved_bytes"] = reserved.peak;
     d["dram"] = dram;
     return d.release().ptr();
 }
