@@ -34,6 +34,9 @@ MTIA_PACKAGES=(
   # integrations/torch and tests/torch: the virtual environment (.venv, below)
   # and Python's headers for the extension; PyTorch itself comes from PyPI
   python3-venv python3-dev
+  # integrations/torch/kernels: single-threaded OpenBLAS for GEMM and convolution inside the
+  # device kernels (one engine thread runs one block; a threaded BLAS would oversubscribe)
+  libopenblas-serial-dev
 )
 read -r -a _extra <<<"${MTIA_EXTRA_PACKAGES:-}"
 MTIA_PACKAGES+=("${_extra[@]}")

@@ -14,14 +14,27 @@ namespace torch_mtia {
 namespace {
 
 std::atomic<mtiaFunction_t> elementwise{nullptr};
+std::atomic<mtiaModule_t> kernelModule{nullptr};
 
-// Enough blocks to spread large work over the device's engines, one block for small work.
+}  // namespace
+
 mtiaDim3 gridFor(uint64_t work) {
     const uint64_t blocks = std::clamp<uint64_t>(work / 16384, 1, 16);
     return {static_cast<uint32_t>(blocks), 1, 1};
 }
 
-}  // namespace
+void ModuleKernel::launchRaw(const void* params, mtiaDim3 grid) {
+    mtiaFunction_t fn = fn_.load(std::memory_order_acquire);
+    if (fn == nullptr) {
+        mtiaModule_t module = kernelModule.load();
+        TORCH_CHECK(module != nullptr,
+                    "torch_mtia: the kernel module is not loaded (import torch_mtia first)");
+        MTIA_CHECK(mtiaModuleGetFunction(&fn, module, name_));
+        fn_.store(fn, std::memory_order_release);  // a racing lookup stores the same handle
+    }
+    void* args[] = {const_cast<void*>(params)};
+    MTIA_CHECK(mtiaLaunchKernel(fn, grid, mtiaDim3{1, 1, 1}, args, 0, nullptr));
+}
 
 void loadKernelModule(const char* path) {
     static std::mutex mutex;
@@ -32,6 +45,7 @@ void loadKernelModule(const char* path) {
     mtiaFunction_t fn = nullptr;
     MTIA_CHECK(mtiaModuleGetFunction(&fn, module, "mtia_torch_elementwise"));
     elementwise.store(fn);
+    kernelModule.store(module);
 }
 
 bool kernelModuleLoaded() {

@@ -5,6 +5,9 @@
 
 #include "../kernels/kernel_params.h"
 
+#include <mtia/mtia.h>
+
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 
@@ -17,6 +20,30 @@ void loadKernelModule(const char* path);
 bool kernelModuleLoaded();
 
 void launchElementwise(const mtiaTorchElementwise& params);
+
+// A kernel of the integration's module, found by name at its first launch and kept. Each kernel
+// file's host side holds one per kernel as a function-local static:
+//   static ModuleKernel kernel("mtia_torch_softmax");
+//   kernel.launch(params, gridFor(rows));
+// The kernel takes one argument, the params struct (copied at launch, so a graph replay sees the
+// same values). Launches on the current stream of the current device; legal during capture.
+class ModuleKernel {
+public:
+    explicit ModuleKernel(const char* name) : name_(name) {}
+    template <class Params>
+    void launch(const Params& params, mtiaDim3 grid) {
+        launchRaw(&params, grid);
+    }
+    void launchRaw(const void* params, mtiaDim3 grid);
+
+private:
+    const char* name_;
+    std::atomic<mtiaFunction_t> fn_{nullptr};
+};
+
+// Enough blocks to spread work items over the device's engines (about 16 Ki items per block, at
+// most 16 blocks), one block for small work.
+mtiaDim3 gridFor(uint64_t work);
 
 // A built-in kernel by name (mtiaGetBuiltinFunction); args point at the argument values, work is
 // the element count that sizes the grid.
