@@ -1,0 +1,122 @@
+"""PyTorch's own OpInfo samples (op_db) run on the CPU and on the device from tensors with identical
+sizes, strides and storage offsets; shared by the conformance tests of each kernel family.
+
+check_op(name) runs every sample of every OpInfo named `name` (all variants, or one) in each dtype the
+CPU supports and the device kernels handle, and asserts for each:
+- the device ran it without the CPU fallback (torch_mtia.fallback_counts() stays empty);
+- both raise, or both return results equal within assert_close's tolerance for the dtype (NaN equal
+  to NaN), of the same dtypes and shapes;
+- for pointwise operators (UnaryUfuncInfo, BinaryUfuncInfo, and those named in POINTWISE), output
+  strides equal to the CPU's;
+- for view operators, results that alias their input.
+"""
+import torch
+import torch_mtia
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+from torch.utils._pytree import tree_flatten, tree_map
+
+DEV = torch.device("mtia", 0)
+
+DEVICE_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                 torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+# Pointwise operators that op_db does not describe as ufuncs.
+POINTWISE = {"where", "addcmul", "addcdiv", "lerp", "clamp", "nn.functional.gelu",
+             "nn.functional.silu", "nn.functional.softplus", "nn.functional.leaky_relu",
+             "nn.functional.elu", "nn.functional.hardtanh", "nn.functional.threshold",
+             "masked_fill", "nan_to_num"}
+
+
+def opinfos(name, variant=None):
+    found = [op for op in op_db
+             if op.name == name and (variant is None or op.variant_test_name == variant)]
+    assert found, f"no OpInfo named {name!r} (variant {variant!r})"
+    return found
+
+
+def same_layout_on_device(t):
+    """t's elements on the device with t's sizes, strides and storage offset (the whole storage is
+    copied, so that elements outside the view are there too)."""
+    if not isinstance(t, torch.Tensor) or t.device.type != "cpu":
+        return t
+    if t.layout != torch.strided or t.is_complex() or t.dtype not in DEVICE_DTYPES:
+        return t
+    storage_numel = t.untyped_storage().nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (storage_numel,), (1,))
+    dev = torch.empty(storage_numel, dtype=t.dtype, device=DEV)
+    dev.copy_(flat)
+    out = dev.as_strided(t.size(), t.stride(), t.storage_offset())
+    return out.requires_grad_(t.requires_grad) if t.requires_grad else out
+
+
+def _compare(cpu, dev, pointwise, where):
+    cpu_leaves, _ = tree_flatten(cpu)
+    dev_leaves, _ = tree_flatten(dev)
+    assert len(cpu_leaves) == len(dev_leaves), where
+    for c, d in zip(cpu_leaves, dev_leaves):
+        if not isinstance(c, torch.Tensor):
+            if isinstance(c, float) and c != c:
+                assert d != d, where
+            else:
+                assert c == d or isinstance(c, float) and abs(c - d) <= 1e-5 * max(1, abs(c)), \
+                    f"{where}: {c} != {d}"
+            continue
+        assert isinstance(d, torch.Tensor) and d.device.type == "mtia", where
+        assert d.dtype == c.dtype and d.shape == c.shape, \
+            f"{where}: {d.dtype}{tuple(d.shape)} != {c.dtype}{tuple(c.shape)}"
+        torch.testing.assert_close(d.cpu(), c, equal_nan=True, atol=None, rtol=None,
+                                   msg=lambda m: f"{where}: {m}")
+        if pointwise and c.numel() > 1:
+            assert d.stride() == c.stride(), f"{where}: strides {d.stride()} != {c.stride()}"
+
+
+def check_op(name, variant=None, dtypes=None, is_view=False, max_samples=None, inplace=False):
+    """Runs op_db's samples of `name`; returns how many samples it compared."""
+    checked = 0
+    for op in opinfos(name, variant):
+        pointwise = isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo)) or op.name in POINTWISE
+        fn = op.get_inplace() if inplace else op.op
+        if fn is None:
+            continue
+        for dtype in sorted(op.supported_dtypes("cpu"), key=str):
+            if dtype not in DEVICE_DTYPES or (dtypes is not None and dtype not in dtypes):
+                continue
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+            if max_samples is not None:
+                samples = samples[:max_samples]
+            for i, s in enumerate(samples):
+                where = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''} " \
+                        f"{dtype} sample {i}"
+                cpu_args = (s.input, *s.args)
+                dev_args = tree_map(same_layout_on_device, cpu_args)
+                dev_kwargs = tree_map(same_layout_on_device, s.kwargs)
+                if inplace:
+                    cpu_args = tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t,
+                                        cpu_args)
+                try:
+                    expected = fn(*cpu_args, **s.kwargs)
+                except Exception as e:  # the device must refuse it too
+                    cpu_error = e
+                else:
+                    cpu_error = None
+                torch_mtia.reset_fallback_counts()
+                try:
+                    got = fn(*dev_args, **dev_kwargs)
+                    torch.mtia.synchronize()
+                except Exception as e:
+                    assert cpu_error is not None, f"{where}: the device raised {e!r}"
+                    continue
+                finally:
+                    fallbacks = torch_mtia.fallback_counts()
+                assert not fallbacks, f"{where}: ran through the CPU fallback: {fallbacks}"
+                assert cpu_error is None, f"{where}: the CPU raised {cpu_error!r}, the device not"
+                _compare(expected, got, pointwise, where)
+                if is_view:
+                    base = dev_args[0]
+                    for g in tree_flatten(got)[0]:
+                        if isinstance(g, torch.Tensor):
+                            assert g.untyped_storage().data_ptr() == \
+                                base.untyped_storage().data_ptr(), f"{where}: not a view"
+                checked += 1
+    return checked
