@@ -1,9 +1,8 @@
-// MTIA arithmetic kernels: add/sub/mul (Tensor and Scalar forms, out of place and in place),
-// relu, threshold_backward, mm, addmm and sum. Float32 contiguous operands of one shape use the
-// runtime's built-in kernels (add_f32, mul_f32, relu_f32, matmul_f32, reduce_sum_f32); everything
-// else runs the strided elementwise kernel of the integration's module, with broadcasting, type
-// promotion and the CPU's argument and overlap checks done here.
+// MTIA matrix products (mm, addmm) and sum. Float32 contiguous operands use the runtime's built-in
+// kernels (matmul_f32, reduce_sum_f32); other cases run the module's kernels. The elementwise
+// operators are in ops_pointwise.cpp.
 #include "device_kernels.h"
+#include "pointwise.h"
 #include "mtia_check.h"
 #include "streams.h"
 #include "tensor_args.h"
@@ -19,23 +18,10 @@
 namespace torch_mtia {
 namespace {
 
-// A CPU scalar tensor next to a device tensor acts as a number, as PyTorch allows.
-bool isCpuScalar(const at::Tensor& t) {
-    return t.device().is_cpu() && t.dim() == 0;
-}
-
 void checkOperands(const at::Tensor& self, const at::Tensor& other) {
     TORCH_CHECK(isCpuScalar(other) || other.device() == self.device(),
                 "torch_mtia: expected all tensors on ", self.device(), ", got one on ",
                 other.device());
-}
-
-// The device of a binary op's operands: either may be a CPU scalar (torch.tensor(2.) * x), not
-// both.
-const at::Tensor& deviceOperand(const at::Tensor& self, const at::Tensor& other) {
-    const at::Tensor& d = isCpuScalar(self) && !isCpuScalar(other) ? other : self;
-    checkOperands(d, &d == &self ? other : self);
-    return d;
 }
 
 bool builtinEligible(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
@@ -80,167 +66,6 @@ at::Tensor scalarTensor(const c10::Scalar& s, at::ScalarType type, const at::Ten
 at::Tensor onDevice(const at::Tensor& t, const at::Tensor& like, at::ScalarType type) {
     if (!isCpuScalar(t)) return t;
     return scalarTensor(t.to(type).item(), type, like);
-}
-
-// The CPU's checks of add/sub's alpha for the result type (integral results take no floating alpha,
-// only bool results take a bool one) and of sub's bool operands.
-void checkAlpha(at::ScalarType type, const c10::Scalar& alpha) {
-    TORCH_CHECK(!alpha.isBoolean() || type == at::kBool,
-                "Boolean alpha only supported for Boolean results.");
-    TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) ||
-                    alpha.isIntegral(/*includeBool=*/true),
-                "For integral input tensors, argument alpha must not be a floating point number.");
-}
-
-void checkSub(at::ScalarType a, at::ScalarType b) {
-    TORCH_CHECK(
-        a != at::kBool || b != at::kBool,
-        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-        "`logical_xor()` operator instead.");
-    TORCH_CHECK(
-        a != at::kBool && b != at::kBool,
-        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
-        "invert a mask, use the `~` or `logical_not()` operator instead.");
-}
-
-at::Tensor binary(const at::Tensor& self, const at::Tensor& other, bool multiply,
-                  const c10::Scalar& sb) {
-    const at::Tensor& dev = deviceOperand(self, other);
-    const c10::DeviceGuard guard(dev.device());
-    const at::ScalarType type = at::result_type(self, other);
-    if (!multiply) checkAlpha(type, sb);
-    at::Tensor out = emptyDevice(at::infer_size(self.sizes(), other.sizes()), type, dev.device());
-    binaryInto(out, onDevice(self, dev, type), onDevice(other, dev, type), multiply, 1, sb);
-    return out;
-}
-
-at::Tensor& binaryInPlace(at::Tensor& self, const at::Tensor& other, bool multiply,
-                          const c10::Scalar& sb) {
-    checkOperands(self, other);
-    const c10::DeviceGuard guard(self.device());
-    TORCH_CHECK(at::infer_size(self.sizes(), other.sizes()) == self.sizes(),
-                "torch_mtia: output with shape ", self.sizes(),
-                " doesn't match the broadcast shape of ", other.sizes());
-    TORCH_CHECK(at::canCast(at::result_type(self, other), self.scalar_type()),
-                "torch_mtia: result type ", at::result_type(self, other),
-                " can't be cast to the desired output type ", self.scalar_type());
-    if (!multiply) checkAlpha(at::result_type(self, other), sb);
-    // The kernels read and write element by element: the CPU's overlap rules keep that well
-    // defined.
-    at::assert_no_internal_overlap(self);
-    if (!isCpuScalar(other)) at::assert_no_partial_overlap(self, other);
-    binaryInto(self, self, onDevice(other, self, at::result_type(self, other)), multiply, 1, sb);
-    return self;
-}
-
-c10::Scalar negate(const c10::Scalar& s) {
-    return s.isIntegral(true) ? c10::Scalar(-s.toLong()) : c10::Scalar(-s.toDouble());
-}
-
-at::Tensor addTensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-    return binary(self, other, false, alpha);
-}
-at::Tensor subTensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-    checkSub(self.scalar_type(), other.scalar_type());
-    return binary(self, other, false, negate(alpha));
-}
-// PyTorch 2.13's CPU multiplies a half or bfloat16 tensor by a CPU scalar on the right (x * s, not
-// s * x) with the scalar in float32, not first rounded to the tensor's dtype.
-bool rightScalarInOpMath(const at::Tensor& other, at::ScalarType type) {
-    return isCpuScalar(other) && at::isReducedFloatingType(type);
-}
-
-at::Tensor mulTensor(const at::Tensor& self, const at::Tensor& other) {
-    const at::ScalarType type = at::result_type(self, other);
-    if (!isCpuScalar(self) && rightScalarInOpMath(other, type)) {
-        const c10::DeviceGuard guard(self.device());
-        at::Tensor out = emptyDevice(self.sizes(), type, self.device());
-        binaryInto(out, self, onDevice(other, self, at::kFloat), true, 1, 1);
-        return out;
-    }
-    return binary(self, other, true, 1);
-}
-
-at::Tensor& addInPlace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-    return binaryInPlace(self, other, false, alpha);
-}
-at::Tensor& subInPlace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-    checkSub(self.scalar_type(), other.scalar_type());
-    return binaryInPlace(self, other, false, negate(alpha));
-}
-at::Tensor& mulInPlace(at::Tensor& self, const at::Tensor& other) {
-    if (rightScalarInOpMath(other, at::result_type(self, other)) &&
-        at::isReducedFloatingType(self.scalar_type())) {
-        checkOperands(self, other);
-        const c10::DeviceGuard guard(self.device());
-        at::assert_no_internal_overlap(self);
-        binaryInto(self, self, onDevice(other, self, at::kFloat), true, 1, 1);
-        return self;
-    }
-    return binaryInPlace(self, other, true, 1);
-}
-
-at::Tensor binaryScalar(const at::Tensor& self, const c10::Scalar& other, bool multiply,
-                        const c10::Scalar& sb) {
-    const c10::DeviceGuard guard(self.device());
-    if (!multiply) checkAlpha(at::result_type(self, other), sb);
-    at::Tensor out = emptyDevice(self.sizes(), at::result_type(self, other), self.device());
-    binaryInto(out, self, scalarTensor(other, other.type(), self), multiply, 1, sb);
-    return out;
-}
-
-at::Tensor addScalar(const at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha) {
-    return binaryScalar(self, other, false, alpha);
-}
-at::Tensor subScalar(const at::Tensor& self, const c10::Scalar& other, const c10::Scalar& alpha) {
-    checkSub(self.scalar_type(), other.isBoolean() ? at::kBool : other.type());
-    return addScalar(self, other, negate(alpha));
-}
-at::Tensor mulScalar(const at::Tensor& self, const c10::Scalar& other) {
-    return binaryScalar(self, other, true, 1);
-}
-
-at::Tensor relu(const at::Tensor& self) {
-    const c10::DeviceGuard guard(self.device());
-    at::Tensor out = emptyDevice(self.sizes(), self.scalar_type(), self.device());
-    if (out.numel() == 0) return out;
-    if (self.scalar_type() == at::kFloat && self.is_contiguous()) {
-        void* o = out.data_ptr();
-        const void* a = self.data_ptr();
-        const uint64_t n = static_cast<uint64_t>(out.numel());
-        launchBuiltin("relu_f32", {&o, &a, &n}, n);
-        return out;
-    }
-    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpRelu, out, out.sizes());
-    p.a = tensorArg(self, out.sizes());
-    launchElementwise(p);
-    return out;
-}
-
-// relu's backward: the gradient where the forward input was above threshold, else 0 (NaN inputs
-// pass the gradient, as on the CPU). On the device so that a backward through relu needs no host
-// copies.
-at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& self,
-                             const c10::Scalar& threshold) {
-    checkOperands(self, gradOutput);
-    TORCH_CHECK(!isCpuScalar(gradOutput), "torch_mtia: threshold_backward expects the gradient on ",
-                self.device());
-    const c10::DeviceGuard guard(self.device());
-    at::Tensor out = emptyDevice(at::infer_size(gradOutput.sizes(), self.sizes()),
-                                 at::result_type(gradOutput, self), self.device());
-    if (out.numel() == 0) return out;
-    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpThresholdBackward, out, out.sizes());
-    p.a = tensorArg(gradOutput, out.sizes());
-    p.b = tensorArg(self, out.sizes());
-    // The CPU compares with the threshold converted to the computation's opmath type (0.1 as a
-    // float32 is 0.100000001...; half and bfloat16 compare in float32, PyTorch 2.13): a 0-dim host
-    // tensor of that type does the same rounding.
-    setScalar(
-        p.alpha, p.ialpha,
-        at::scalar_tensor(threshold, at::TensorOptions().dtype(at::toOpMathType(out.scalar_type())))
-            .item());
-    launchElementwise(p);
-    return out;
 }
 
 at::Tensor matrixProduct(const at::Tensor& self, const at::Tensor& mat2) {
@@ -369,17 +194,6 @@ at::Tensor sum(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, MTIA, m) {
-    m.impl("add.Tensor", TORCH_FN(addTensor));
-    m.impl("add_.Tensor", TORCH_FN(addInPlace));
-    m.impl("add.Scalar", TORCH_FN(addScalar));
-    m.impl("sub.Tensor", TORCH_FN(subTensor));
-    m.impl("sub_.Tensor", TORCH_FN(subInPlace));
-    m.impl("sub.Scalar", TORCH_FN(subScalar));
-    m.impl("mul.Tensor", TORCH_FN(mulTensor));
-    m.impl("mul_.Tensor", TORCH_FN(mulInPlace));
-    m.impl("mul.Scalar", TORCH_FN(mulScalar));
-    m.impl("relu", TORCH_FN(relu));
-    m.impl("threshold_backward", TORCH_FN(thresholdBackward));
     m.impl("mm", TORCH_FN(matrixProduct));
     m.impl("addmm", TORCH_FN(addmm));
     m.impl("sum", TORCH_FN(sum));

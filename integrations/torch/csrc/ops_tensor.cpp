@@ -199,22 +199,6 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
     return self;
 }
 
-at::Tensor& fill(at::Tensor& self, const c10::Scalar& value) {
-    if (self.numel() == 0) return self;
-    const c10::DeviceGuard guard(self.device());
-    if (self.scalar_type() == at::kFloat && self.is_contiguous()) {
-        const float v = value.toFloat();
-        const uint64_t n = static_cast<uint64_t>(self.numel());
-        void* ptr = self.data_ptr();
-        launchBuiltin("fill_f32", {&ptr, &v, &n}, n);
-        return self;
-    }
-    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpFill, self, self.sizes());
-    setScalar(p.alpha, p.ialpha, value);
-    launchElementwise(p);
-    return self;
-}
-
 at::Tensor& zero(at::Tensor& self) {
     if (self.numel() == 0) return self;
     const c10::DeviceGuard guard(self.device());
@@ -222,7 +206,7 @@ at::Tensor& zero(at::Tensor& self) {
         MTIA_CHECK(mtiaMemsetAsync(self.data_ptr(), 0, byteCount(self), nullptr));
         return self;
     }
-    return fill(self, 0);
+    return self.fill_(0);
 }
 
 // Tensor.record_stream: the storage is not reused after its free until stream's work queued before
@@ -253,7 +237,6 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("view", TORCH_FN(view));
     m.impl("_reshape_alias", TORCH_FN(reshapeAlias));
     m.impl("resize_", TORCH_FN(resize));
-    m.impl("fill_.Scalar", TORCH_FN(fill));
     m.impl("zero_", TORCH_FN(zero));
     m.impl("record_stream", TORCH_FN(recordStream));
 }

@@ -2,6 +2,7 @@
 
 #include "allocator.h"
 #include "device_kernels.h"
+#include "pointwise.h"
 #include "streams.h"
 
 #include <ATen/EmptyTensor.h>
@@ -96,9 +97,11 @@ at::Tensor emptyDevice(at::IntArrayRef sizes, at::ScalarType type, c10::Device d
 }
 
 void copyOnDevice(const at::Tensor& dst, const at::Tensor& src) {
-    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpCopy, dst, dst.sizes());
-    p.a = tensorArg(src, dst.sizes());
-    launchElementwise(p);
+    PointwiseSpec s;
+    s.op = mtiaTorchPwCopy;
+    s.resultType = dst.scalar_type();  // any dtype converts, as copy_ does
+    runPointwise(s, OutputKind::InPlace, dst,
+                 {src.sizes() == dst.sizes() ? src : src.expand(dst.sizes())});
 }
 
 at::Tensor contiguousOnDevice(const at::Tensor& t, at::ScalarType type) {

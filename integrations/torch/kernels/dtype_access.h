@@ -192,8 +192,8 @@ inline uint64_t blockCount(const mtiaKernelContext* ctx) {
 }
 
 inline uint64_t blockIndex(const mtiaKernelContext* ctx) {
-    return ctx->blockIdx.x +
-           uint64_t{ctx->gridDim.x} * (ctx->blockIdx.y + uint64_t{ctx->gridDim.y} * ctx->blockIdx.z);
+    return ctx->blockIdx.x + uint64_t{ctx->gridDim.x} *
+                                 (ctx->blockIdx.y + uint64_t{ctx->gridDim.y} * ctx->blockIdx.z);
 }
 
 // This block's share [begin, end) of n work items split evenly over the grid.
