@@ -14,6 +14,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/Functions.h>
 #include <ATen/OpMathType.h>
+#include <ATen/Version.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -146,14 +147,21 @@ void checkAlpha(at::ScalarType type, const c10::Scalar& alpha) {
                 "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
-// alpha as the CPU uses it: converted to the computation's dtype (a half alpha of 0.1 is
-// 0.0999755859375), then computed with in float.
+// A scalar argument converted to type as the CPU converts it before computing (float32: rounded to
+// float; half and bfloat16: to the dtype).
 double alphaIn(at::ScalarType type, const c10::Scalar& alpha) {
     if (type == at::kHalf) return static_cast<float>(static_cast<c10::Half>(alpha.toFloat()));
     if (type == at::kBFloat16)
         return static_cast<float>(static_cast<c10::BFloat16>(alpha.toFloat()));
     if (type == at::kFloat) return static_cast<double>(alpha.toFloat());
     return alpha.toDouble();
+}
+
+// How many 16-bit elements the CPU's vectorised loops take at a time (two vectors): its half and
+// bfloat16 add rounds differently inside them and in the scalar tail after them.
+int64_t cpuVectorWidth() {
+    static const int64_t width = at::get_cpu_capability() == "AVX512" ? 64 : 32;
+    return width;
 }
 
 // 1 for half, 2 for bfloat16, else 0 (pointwise_params.h: where the CPU rounds in between).
@@ -179,6 +187,7 @@ at::Tensor& addSubOut(const at::Tensor& self, const at::Tensor& other, const c10
     s.i[1] = reducedKind(type);
     if (at::isFloatingType(type)) {
         s.f[0] = alphaIn(type, alpha) * (subtract ? -1.0 : 1.0);
+        s.i[2] = cpuVectorWidth();
     } else {
         const int64_t a = alpha.toLong();
         s.i[0] = subtract ? static_cast<int64_t>(0ull - static_cast<uint64_t>(a)) : a;

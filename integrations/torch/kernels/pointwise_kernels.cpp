@@ -254,8 +254,13 @@ inline float roundToReduced(float v, int64_t kind) {
 template <class C>
 void addLoop(C* o, const C* x, const C* y, const C*, int64_t n, const Scalars& s) {
     const C alpha = static_cast<C>(s.f[0]);
-    if (s.i[1] != 0 && alpha != C(1)) {  // half/bfloat16: alpha * y rounded, then the sum
-        for (int64_t k = 0; k < n; ++k) {
+    if (s.i[1] != 0 && alpha != C(1)) {
+        // Half/bfloat16 as the CPU computes them: its vector loop (the first i3 elements of this
+        // chunk) fuses the multiply-add in float; its scalar tail rounds alpha * y to the dtype,
+        // then the sum.
+        const int64_t fused = std::min<int64_t>(n, s.i[3]);
+        for (int64_t k = 0; k < fused; ++k) o[k] = std::fma(y[k], alpha, x[k]);
+        for (int64_t k = fused; k < n; ++k) {
             o[k] = x[k] + static_cast<C>(roundToReduced(static_cast<float>(alpha * y[k]), s.i[1]));
         }
     } else if (alpha == C(1)) {
@@ -618,6 +623,13 @@ void run(const mtiaTorchPointwise& p, ApplyFn<C> apply, uint64_t begin, uint64_t
     static const C zeros[kChunk] = {};
     const C* in[MTIA_TORCH_POINTWISE_MAX_INPUTS] = {zeros, zeros, zeros};
     constexpr int32_t native = nativeDtype<C>();
+    // Half/bfloat16 add: the CPU vectorises rows whose operands are contiguous (or broadcast) in
+    // chunks of i2 elements from the row's start, and computes the rest one by one.
+    bool vectorRow = ops[0].strides[0] == ops[0].size;
+    for (int k = 1; k <= nin; ++k) {
+        vectorRow = vectorRow && (ops[k].strides[0] == 0 || ops[k].strides[0] == ops[k].size);
+    }
+    const int64_t vectorEnd = vectorRow && p.i[2] > 0 ? sizes[0] / p.i[2] * p.i[2] : 0;
     uint64_t done = begin;
     while (done < end) {
         const int64_t rowLeft = sizes[0] - index[0];
@@ -634,6 +646,9 @@ void run(const mtiaTorchPointwise& p, ApplyFn<C> apply, uint64_t begin, uint64_t
                     loadRow<C>(buffers[k], src, op.strides[0], op.dtype, n);
                     in[k - 1] = buffers[k];
                 }
+            }
+            if (p.op == mtiaTorchPwAdd && p.i[1] != 0) {  // where the CPU's vector loop is
+                scalars.i[3] = std::clamp<int64_t>(vectorEnd - at, 0, n);
             }
             char* dst = ops[0].base + offsets[0] + at * ops[0].strides[0];
             if (ops[0].dtype == native && ops[0].strides[0] == static_cast<int64_t>(sizeof(C)) &&

@@ -87,7 +87,8 @@ typedef enum mtiaTorchPointwiseOp {
     mtiaTorchPwAddScalar,   /* x + s0 */
     mtiaTorchPwMulScalar,   /* x * s0 */
     /* binary */
-    mtiaTorchPwAdd, /* x + s0 * y; i1: 1 half, 2 bfloat16 (s0 * y rounded to it first) */
+    mtiaTorchPwAdd, /* x + s0 * y; i1: 1 half, 2 bfloat16, i2: the CPU's vector width
+                       (ops_pointwise) */
     mtiaTorchPwMul,
     mtiaTorchPwDiv,
     mtiaTorchPwDivTrunc, /* i1 as for add: the quotient rounded first */
