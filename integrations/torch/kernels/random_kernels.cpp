@@ -82,6 +82,28 @@ struct Walker {
     }
 };
 
+// The offsets of operands that are all contiguous over the index space: the linear index.
+struct Linear {
+    int64_t offset[3];
+    Linear(const mtiaTorchRandom&, uint64_t linear) {
+        offset[0] = offset[1] = offset[2] = static_cast<int64_t>(linear);
+    }
+    void step() {
+        ++offset[0];
+        ++offset[1];
+        ++offset[2];
+    }
+};
+
+bool contiguous(const mtiaTorchRandom& p, const mtiaTorchTensorArg& t) {
+    int64_t expected = 1;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+        if (p.sizes[d] != 1 && t.strides[d] != expected) return false;
+        expected *= p.sizes[d];
+    }
+    return true;
+}
+
 inline char* addressOf(const mtiaTorchTensorArg& t, int64_t offset) {
     return reinterpret_cast<char*>(t.data) + offset * elementSize(t.dtype);
 }
@@ -94,8 +116,30 @@ inline double uniformOf(const Words& w, int e, bool wide) {
     return wide ? unitDouble(w.w[2 * e], w.w[2 * e + 1]) : unitFloat(w.w[e]);
 }
 
+// The standard normals of a counter's elements (Box-Muller): elements 2k and 2k+1 share a pair of
+// uniforms, cos for the even one and sin for the odd one; float math for all but float64.
+inline void normalsOf(const Words& w, bool dbl, double* z) {
+    if (dbl) {
+        const double u1 = unitDouble(w.w[0], w.w[1]), u2 = unitDouble(w.w[2], w.w[3]);
+        const double r = std::sqrt(-2.0 * std::log1p(-u1));
+        const double t = 6.283185307179586 * u2;
+        z[0] = r * std::cos(t);
+        z[1] = r * std::sin(t);
+        return;
+    }
+    for (int k = 0; k < 4; k += 2) {
+        const float u1 = unitFloat(w.w[k]), u2 = unitFloat(w.w[k + 1]);
+        const float r = std::sqrt(-2.0f * std::log1p(-u1));
+        const float t = 6.2831853f * u2;
+        z[k] = r * std::cos(t);
+        z[k + 1] = r * std::sin(t);
+    }
+}
+
 // One element's value; returns false to fault (a probability outside [0, 1]).
-inline bool produce(const mtiaTorchRandom& p, const Words& w, int e, const Walker& at) {
+template <class Offsets>
+inline bool produce(const mtiaTorchRandom& p, const Words& w, const double* normals, int e,
+                    const Offsets& at) {
     char* out = addressOf(p.out, at.offset[0]);
     const bool wide = p.wide != 0;
     const bool dbl = p.out.dtype == mtiaTorchFloat64;
@@ -111,23 +155,14 @@ inline bool produce(const mtiaTorchRandom& p, const Words& w, int e, const Walke
         }
         return true;
     }
-    case mtiaTorchRandNormal: {
-        // Elements 2k and 2k+1 share a pair of uniforms: cos for the even one, sin for the odd.
-        const int first = e & ~1;
+    case mtiaTorchRandNormal:
         if (dbl) {
-            const double u1 = unitDouble(w.w[0], w.w[1]), u2 = unitDouble(w.w[2], w.w[3]);
-            const double r = std::sqrt(-2.0 * std::log1p(-u1));
-            const double t = 6.283185307179586 * u2;
-            storeAs<double>(out, p.a + p.b * r * ((e & 1) ? std::sin(t) : std::cos(t)));
+            storeAs<double>(out, p.a + p.b * normals[e]);
         } else {
-            const float u1 = unitFloat(w.w[first]), u2 = unitFloat(w.w[first + 1]);
-            const float r = std::sqrt(-2.0f * std::log1p(-u1));
-            const float t = 6.2831853f * u2;
-            const float z = r * ((e & 1) ? std::sin(t) : std::cos(t));
+            const auto z = static_cast<float>(normals[e]);
             storeDouble(out, p.out.dtype, static_cast<float>(p.a) + static_cast<float>(p.b) * z);
         }
         return true;
-    }
     case mtiaTorchRandBernoulli:
         storeInt(out, p.out.dtype, uniformOf(w, e, wide) < p.a ? 1 : 0);
         return true;
@@ -169,8 +204,9 @@ inline bool produce(const mtiaTorchRandom& p, const Words& w, int e, const Walke
 }
 
 // The dropout backward draws nothing: grad * mask * scale.
+template <class Offsets>
 void dropoutBackward(const mtiaTorchRandom& p, Range range) {
-    Walker at(p, range.begin);
+    Offsets at(p, range.begin);
     const bool dbl = p.out.dtype == mtiaTorchFloat64;
     for (uint64_t i = range.begin; i < range.end; ++i, at.step()) {
         const char* g = addressOf(p.in, at.offset[1]);
@@ -207,6 +243,30 @@ bool usesMask(int32_t kind) {
     return kind == mtiaTorchRandDropout || kind == mtiaTorchRandDropoutBackward;
 }
 
+// Blocks split whole counters, so a counter's numbers are computed once.
+template <class Offsets>
+void draw(const mtiaKernelContext* ctx, const mtiaTorchRandom& p, uint64_t seed, uint64_t offset) {
+    const uint64_t perCounter = p.wide ? 2 : 4;
+    const uint64_t counters = (p.numel + perCounter - 1) / perCounter;
+    const Range groups = blockRange(ctx, counters);
+    if (groups.begin >= groups.end) return;
+    uint64_t i = groups.begin * perCounter;
+    const uint64_t end = std::min(p.numel, groups.end * perCounter);
+    Offsets at(p, i);
+    double normals[4];
+    const bool normal = p.kind == mtiaTorchRandNormal;
+    for (uint64_t g = groups.begin; g < groups.end; ++g) {
+        const Words w = philox(seed, offset / 4 + g);
+        if (normal) normalsOf(w, p.out.dtype == mtiaTorchFloat64, normals);
+        for (uint64_t e = 0; e < perCounter && i < end; ++e, ++i, at.step()) {
+            if (!produce(p, w, normals, static_cast<int>(e), at)) {
+                fault(ctx, kRandom, "bernoulli_ expects all elements of p to be in [0, 1]");
+                return;
+            }
+        }
+    }
+}
+
 }  // namespace
 
 MTIA_SIM_KERNEL_ARGS(mtia_torch_random, 1, sizeof(mtiaTorchRandom));
@@ -226,29 +286,16 @@ MTIA_SIM_KERNEL(mtia_torch_random) {
     if (usesMask(p.kind) && !checkRange(ctx, kRandom, "mask", p.mask.data, p.mask.dtype, p.ndim,
                                         p.sizes, p.mask.strides))
         return;
+    const bool linear = contiguous(p, p.out) && (!usesIn(p.kind) || contiguous(p, p.in)) &&
+                        (!usesMask(p.kind) || contiguous(p, p.mask));
     if (p.kind == mtiaTorchRandDropoutBackward) {
-        dropoutBackward(p, blockRange(ctx, p.numel));
+        const Range range = blockRange(ctx, p.numel);
+        linear ? dropoutBackward<Linear>(p, range) : dropoutBackward<Walker>(p, range);
         return;
     }
     uint64_t seed, offset;
     if (!startOf(ctx, p.rng, kRandom, seed, offset)) return;
-    // Blocks split whole counters, so a counter's numbers are computed once.
-    const uint64_t perCounter = p.wide ? 2 : 4;
-    const uint64_t counters = (p.numel + perCounter - 1) / perCounter;
-    const Range groups = blockRange(ctx, counters);
-    if (groups.begin >= groups.end) return;
-    uint64_t i = groups.begin * perCounter;
-    const uint64_t end = std::min(p.numel, groups.end * perCounter);
-    Walker at(p, i);
-    for (uint64_t g = groups.begin; g < groups.end; ++g) {
-        const Words w = philox(seed, offset / 4 + g);
-        for (uint64_t e = 0; e < perCounter && i < end; ++e, ++i, at.step()) {
-            if (!produce(p, w, static_cast<int>(e), at)) {
-                fault(ctx, kRandom, "bernoulli_ expects all elements of p to be in [0, 1]");
-                return;
-            }
-        }
-    }
+    linear ? draw<Linear>(ctx, p, seed, offset) : draw<Walker>(ctx, p, seed, offset);
 }
 
 // Fisher-Yates from the last position down, one counter per position: serial, so one block.
