@@ -306,18 +306,37 @@ void MTIAHooks::mtiagraphDestroy(int64_t handle) const {
         g = it->second;
         graphs_.erase(it);
     }
-    WaitWithoutGil wait;  // waits for a replay in flight
-    const mtiaError_t status = mtiaGraphDestroy(g);
-    if (status != mtiaSuccess) LOG(WARNING) << describeFailure(status, "mtiaGraphDestroy");
+    std::shared_ptr<GraphRng> random = rng(handle);
+    {
+        WaitWithoutGil wait;  // waits for a replay in flight
+        const mtiaError_t status = mtiaGraphDestroy(g);
+        if (status != mtiaSuccess) LOG(WARNING) << describeFailure(status, "mtiaGraphDestroy");
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    rngs_.erase(handle);
+}
+
+std::shared_ptr<GraphRng> MTIAHooks::rng(int64_t handle) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = rngs_.find(handle);
+    return it == rngs_.end() ? nullptr : it->second;
 }
 
 void MTIAHooks::mtiagraphCaptureBegin(int64_t handle, c10::MempoolId_t pool) const {
-    MTIA_CHECK(mtiaGraphCaptureBegin(graph(handle), nullptr,
-                                     mtiaMemPoolId_t{pool.first, pool.second},
+    mtiaGraph_t g = graph(handle);
+    auto random = std::make_shared<GraphRng>();  // its slots are allocated before the capture
+    MTIA_CHECK(mtiaGraphCaptureBegin(g, nullptr, mtiaMemPoolId_t{pool.first, pool.second},
                                      mtiaStreamCaptureModeGlobal));
+    mtiaStreamCaptureStatus status = mtiaStreamCaptureStatusNone;
+    uint64_t captureId = 0;
+    MTIA_CHECK(mtiaStreamGetCaptureInfo(nullptr, &status, &captureId));
+    random->beginCapture(captureId);
+    std::lock_guard<std::mutex> lock(mutex_);
+    rngs_[handle] = std::move(random);
 }
 
 void MTIAHooks::mtiagraphCaptureEnd(int64_t handle) const {
+    if (auto random = rng(handle)) random->endCapture();
     MTIA_CHECK(mtiaGraphCaptureEnd(graph(handle)));
 }
 
@@ -328,13 +347,19 @@ void MTIAHooks::mtiagraphInstantiate(int64_t handle) const {
 void MTIAHooks::mtiagraphReplay(int64_t handle) const {
     mtiaGraph_t g = graph(handle);
     WaitWithoutGil wait;
+    if (auto random = rng(handle)) random->prologue();
     MTIA_CHECK(mtiaGraphReplay(g, nullptr));
 }
 
 void MTIAHooks::mtiagraphReset(int64_t handle) const {
     mtiaGraph_t g = graph(handle);
-    WaitWithoutGil wait;
-    MTIA_CHECK(mtiaGraphReset(g));
+    std::shared_ptr<GraphRng> random = rng(handle);
+    {
+        WaitWithoutGil wait;
+        MTIA_CHECK(mtiaGraphReset(g));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    rngs_.erase(handle);
 }
 
 c10::MempoolId_t MTIAHooks::mtiagraphPool(int64_t handle) const {

@@ -18,11 +18,14 @@
 #include <ATen/detail/MTIAHooksInterface.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
 namespace torch_mtia {
+
+class GraphRng;
 
 class MTIAHooks final : public at::MTIAHooksInterface {
 public:
@@ -103,6 +106,9 @@ private:
 
     mutable std::mutex mutex_;
     mutable std::unordered_map<int64_t, mtiaGraph_t> graphs_;
+    // The random state of each graph whose capture began (generator.h: graph safety).
+    mutable std::unordered_map<int64_t, std::shared_ptr<GraphRng>> rngs_;
+    std::shared_ptr<GraphRng> rng(int64_t handle) const;
     mutable int64_t nextGraph_ = 1;
 };
 
