@@ -252,8 +252,41 @@ void reduceOne(const mtiaTorchReduce& p, uint64_t o) {
     }
 }
 
+// Sums whose outputs lie next to each other in the input (the innermost kept dim has stride 1, as
+// in x.sum(0) of a matrix, a bias gradient): a tile of neighbouring outputs walks the reduced space
+// once, reading rows, instead of each output walking a column.
+template <int32_t D>
+bool sumTiles(const mtiaTorchReduce& p, Range r) {
+    const bool sum = p.op == mtiaTorchReduceSum || p.op == mtiaTorchReduceMean;
+    if (!sum || !isFloating(p.outDtype) || p.keptDims == 0 || p.redDims == 0 ||
+        p.inKeptStrides[p.keptDims - 1] != 1 || p.inRedStrides[p.redDims - 1] == 1)
+        return false;
+    constexpr uint64_t kTile = 256;
+    const int size = elementSize(D), outSize = elementSize(p.outDtype);
+    const auto row = static_cast<uint64_t>(p.keptSizes[p.keptDims - 1]);
+    const int64_t outStep = p.outStrides[p.keptDims - 1] * outSize;
+    const double scale = p.op == mtiaTorchReduceMean ? 1.0 / static_cast<double>(p.redNumel) : 1.0;
+    double acc[kTile];
+    for (uint64_t o = r.begin; o < r.end;) {
+        const uint64_t tile = std::min({kTile, r.end - o, row - o % row});
+        const Offsets off = keptOffsets(p, o);
+        std::fill(acc, acc + tile, 0.0);
+        forReduced(p, addr(p.in, off.in, D), size, [&](const char* e, uint64_t) {
+            for (uint64_t j = 0; j < tile; ++j) acc[j] += getD<D>(e + j * size);
+        });
+        char* out = addr(p.out, off.out, p.outDtype);
+        for (uint64_t j = 0; j < tile; ++j) {
+            storeDouble(out + static_cast<int64_t>(j) * outStep, p.outDtype,
+                        p.op == mtiaTorchReduceMean ? acc[j] * scale : acc[j]);
+        }
+        o += tile;
+    }
+    return true;
+}
+
 template <int32_t D>
 void reduceRange(const mtiaTorchReduce& p, Range r) {
+    if (sumTiles<D>(p, r)) return;
     for (uint64_t o = r.begin; o < r.end; ++o) reduceOne<D>(p, o);
 }
 
