@@ -168,3 +168,19 @@ def test_sum_backward_and_mean_backward():
     d = x.detach().to(DEV).requires_grad_()
     d.sum(1).backward(torch.ones(4, device=DEV))
     torch.testing.assert_close(d.grad.cpu(), torch.ones(4, 5))
+
+
+@pytest.mark.parametrize("n", [1 << 16, (1 << 16) + 7, 3_000_001])
+def test_full_sum_in_shares(n):
+    # One large sum runs as per-block float64 partial sums and a second launch that adds them.
+    x = torch.randn(n)
+    d = x.to(DEV)
+    torch.testing.assert_close(no_fallback(lambda: d.sum()).cpu(), x.sum(), rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(d.mean().cpu(), x.mean())
+    torch.testing.assert_close(d.double().sum().cpu(), x.double().sum())
+    torch.testing.assert_close(d.half().mean().cpu(), x.half().mean())
+    y = torch.randn(600, 700)
+    yd = y.to(DEV)
+    torch.testing.assert_close(yd[::2, 1::3].sum().cpu(), y[::2, 1::3].sum(), rtol=1e-5, atol=1e-3)
+    torch.testing.assert_close(yd.t().mean((0, 1), keepdim=True).cpu(),
+                               y.t().mean((0, 1), keepdim=True))

@@ -89,6 +89,34 @@ void launchReduce(int32_t op, const at::Tensor& self, const DimMask& mask, bool 
     }
     if (p.keptNumel == 0) return;
     static ModuleKernel kernel("mtia_torch_reduce");
+    // One large floating sum (x.sum(), x.mean()): blocks sum shares of it into float64 partials,
+    // and a second launch adds those, instead of one block doing all the work.
+    constexpr uint32_t kShares = 16;
+    if ((op == mtiaTorchReduceSum || op == mtiaTorchReduceMean) && p.keptNumel == 1 &&
+        p.redNumel >= (uint64_t{1} << 16) && at::isFloatingType(self.scalar_type()) &&
+        out.defined() && at::isFloatingType(out.scalar_type())) {
+        at::Tensor partials = emptyDevice({kShares}, at::kDouble, self.device());
+        mtiaTorchReduce shares = p;
+        shares.partial = 1;
+        shares.out = 0;
+        shares.aux = reinterpret_cast<uint64_t>(partials.data_ptr());
+        shares.auxDtype = mtiaTorchFloat64;
+        kernel.launch(shares, mtiaDim3{kShares, 1, 1});
+        mtiaTorchReduce total{};
+        total.op = op;
+        total.keptNumel = 1;
+        total.redDims = 1;
+        total.redSizes[0] = kShares;
+        total.inRedStrides[0] = 1;
+        total.redNumel = kShares;
+        total.meanCount = p.redNumel;
+        total.in = shares.aux;
+        total.inDtype = mtiaTorchFloat64;
+        total.out = p.out;
+        total.outDtype = p.outDtype;
+        kernel.launch(total, mtiaDim3{1, 1, 1});
+        return;
+    }
     kernel.launch(p, gridFor(p.keptNumel * std::max<uint64_t>(p.redNumel, 1)));
 }
 

@@ -32,23 +32,36 @@ inline int64_t wrapMul(int64_t a, int64_t b) {
     return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-// f(element, k) for every element of the reduced index space from base, k its row-major index.
+// f(element, k) for the elements k0 <= k < k1 of the reduced index space from base, k their
+// row-major index (one division per dim to find k0, none per element).
 template <class F>
-inline void forReduced(const mtiaTorchReduce& p, const char* base, int size, F&& f) {
-    if (p.redNumel == 0) return;
+inline void forReducedRange(const mtiaTorchReduce& p, const char* base, int size, uint64_t k0,
+                            uint64_t k1, F&& f) {
+    if (k0 >= k1) return;
     const int nd = p.redDims;
     if (nd == 0) {
         f(base, 0);
         return;
     }
-    const int64_t innerSize = p.redSizes[nd - 1];
-    const int64_t innerStride = p.inRedStrides[nd - 1] * size;
     int64_t idx[MTIA_TORCH_MAX_DIMS] = {};
     const char* row = base;
-    uint64_t k = 0;
+    uint64_t rest = k0;
+    for (int d = nd - 1; d >= 0; --d) {
+        const auto n = static_cast<uint64_t>(p.redSizes[d]);
+        idx[d] = static_cast<int64_t>(rest % n);
+        rest /= n;
+        if (d < nd - 1) row += idx[d] * p.inRedStrides[d] * size;
+    }
+    const int64_t innerSize = p.redSizes[nd - 1];
+    const int64_t innerStride = p.inRedStrides[nd - 1] * size;
+    int64_t j = idx[nd - 1];
+    uint64_t k = k0;
     for (;;) {
-        const char* q = row;
-        for (int64_t j = 0; j < innerSize; ++j, q += innerStride) f(q, k++);
+        const char* q = row + j * innerStride;
+        const int64_t stop = std::min<int64_t>(innerSize, j + static_cast<int64_t>(k1 - k));
+        for (; j < stop; ++j, q += innerStride) f(q, k++);
+        if (k >= k1) return;
+        j = 0;
         int d = nd - 2;
         for (; d >= 0; --d) {
             row += p.inRedStrides[d] * size;
@@ -58,6 +71,12 @@ inline void forReduced(const mtiaTorchReduce& p, const char* base, int size, F&&
         }
         if (d < 0) return;
     }
+}
+
+// f(element, k) for every element of the reduced index space from base.
+template <class F>
+inline void forReduced(const mtiaTorchReduce& p, const char* base, int size, F&& f) {
+    forReducedRange(p, base, size, 0, p.redNumel, static_cast<F&&>(f));
 }
 
 struct Offsets {
@@ -157,7 +176,7 @@ void reduceOne(const mtiaTorchReduce& p, uint64_t o) {
     char* out = p.out ? addr(p.out, off.out, p.outDtype) : nullptr;
     char* aux = p.aux ? addr(p.aux, off.aux, p.auxDtype) : nullptr;
     const bool floatOut = isFloating(p.outDtype);
-    const auto n = static_cast<double>(p.redNumel);
+    const auto n = static_cast<double>(p.meanCount != 0 ? p.meanCount : p.redNumel);
     switch (p.op) {
     case mtiaTorchReduceSum:
     case mtiaTorchReduceMean:
@@ -282,6 +301,16 @@ bool sumTiles(const mtiaTorchReduce& p, Range r) {
         o += tile;
     }
     return true;
+}
+
+// One block's share of a single sum: its partial sum, in float64, to aux[block].
+template <int32_t D>
+void partialSum(const mtiaKernelContext* ctx, const mtiaTorchReduce& p) {
+    const Range r = blockRange(ctx, p.redNumel);
+    double acc = 0;
+    forReducedRange(p, addr(p.in, 0, D), elementSize(D), r.begin, r.end,
+                    [&](const char* e, uint64_t) { acc += getD<D>(e); });
+    storeAs<double>(addr(p.aux, static_cast<int64_t>(blockIndex(ctx)), mtiaTorchFloat64), acc);
 }
 
 template <int32_t D>
@@ -412,6 +441,25 @@ MTIA_SIM_KERNEL(mtia_torch_reduce) {
     if (p.keptDims < 0 || p.keptDims > MTIA_TORCH_MAX_DIMS || p.redDims < 0 ||
         p.redDims > MTIA_TORCH_MAX_DIMS) {
         fault(ctx, kReduce, "dims out of range");
+        return;
+    }
+    if (p.partial) {
+        const int64_t blocks[1] = {static_cast<int64_t>(blockCount(ctx))}, unit[1] = {1};
+        if (p.keptNumel != 1 || (p.op != mtiaTorchReduceSum && p.op != mtiaTorchReduceMean) ||
+            p.auxDtype != mtiaTorchFloat64) {
+            fault(ctx, kReduce, "partial sums are for one float64 sum per block");
+            return;
+        }
+        if (!reduceOperandsOk(ctx, p) ||
+            !checkRange(ctx, kReduce, "aux", p.aux, p.auxDtype, 1, blocks, unit))
+            return;
+        switch (p.inDtype) {
+        case mtiaTorchFloat16: partialSum<mtiaTorchFloat16>(ctx, p); break;
+        case mtiaTorchBFloat16: partialSum<mtiaTorchBFloat16>(ctx, p); break;
+        case mtiaTorchFloat32: partialSum<mtiaTorchFloat32>(ctx, p); break;
+        case mtiaTorchFloat64: partialSum<mtiaTorchFloat64>(ctx, p); break;
+        default: fault(ctx, kReduce, "partial sums are for floating inputs");
+        }
         return;
     }
     const Range r = blockRange(ctx, p.keptNumel);

@@ -33,8 +33,11 @@ typedef struct mtiaTorchReduce {
     int64_t redSizes[MTIA_TORCH_MAX_DIMS];
     double scalar; /* norm: the order p; var: the correction */
     uint64_t in;   /* element 0 of the input */
-    int32_t inDtype, outDtype, auxDtype, reserved;
-    uint64_t out, aux; /* 0 when unused */
+    int32_t inDtype, outDtype, auxDtype;
+    int32_t
+        partial; /* sum/mean of one output: block b writes its share's sum (float64) to aux[b] */
+    uint64_t meanCount; /* mean: the divisor when not 0 (a mean of partial sums), else redNumel */
+    uint64_t out, aux;  /* 0 when unused */
     int64_t inKeptStrides[MTIA_TORCH_MAX_DIMS];
     int64_t inRedStrides[MTIA_TORCH_MAX_DIMS];
     int64_t outStrides[MTIA_TORCH_MAX_DIMS];
