@@ -117,87 +117,11 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tenso
     return out;
 }
 
-at::ScalarType sumType(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
-    if (dtype) return *dtype;
-    return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong
-                                                                        : self.scalar_type();
-}
-
-at::Tensor sumDims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
-                   c10::optional<at::ScalarType> dtype) {
-    const c10::DeviceGuard guard(self.device());
-    const at::ScalarType type = sumType(self, dtype);
-    const int64_t ndim = self.dim();
-    std::bitset<64> reduce;
-    if (!dims || dims->empty()) {
-        reduce.set();
-    } else {
-        reduce = at::dim_list_to_bitset(*dims, ndim);
-    }
-    std::vector<int64_t> outSizes;
-    for (int64_t d = 0; d < ndim; ++d) {
-        if (!reduce[d]) {
-            outSizes.push_back(self.size(d));
-        } else if (keepdim) {
-            outSizes.push_back(1);
-        }
-    }
-    at::Tensor out = emptyDevice(outSizes, type, self.device());
-    if (type == at::kFloat && self.scalar_type() == at::kFloat && self.is_contiguous() &&
-        out.numel() == 1 && self.numel() > 0) {
-        void* o = out.data_ptr();
-        const void* a = self.data_ptr();
-        const uint64_t n = static_cast<uint64_t>(self.numel());
-        launchBuiltin("reduce_sum_f32", {&o, &a, &n}, 1);
-        return out;
-    }
-    // The kernel adds each element into out in out's dtype: reduced-precision floats (half,
-    // bfloat16) and float32 accumulate in a float64 tensor instead, converted to the output dtype
-    // at the end (as PyTorch accumulates in a wider type; a half running total stops growing at
-    // 2048).
-    const bool widen = type == at::kHalf || type == at::kBFloat16 || type == at::kFloat;
-    at::Tensor acc = widen ? emptyDevice(outSizes, at::kDouble, self.device()) : out;
-    acc.zero_();
-    if (self.numel() == 0) {
-        if (widen) out.zero_();
-        return out;
-    }
-    // Iterate over self's index space; acc's strides are 0 along the summed dims.
-    mtiaTorchElementwise p{};
-    p.op = mtiaTorchOpSumInto;
-    TORCH_CHECK(ndim <= MTIA_TORCH_MAX_DIMS, "torch_mtia: sum of more than ", MTIA_TORCH_MAX_DIMS,
-                " dims");
-    p.ndim = static_cast<int32_t>(ndim);
-    p.numel = static_cast<uint64_t>(self.numel());
-    p.a = tensorArg(self, self.sizes());
-    p.out.data = reinterpret_cast<uint64_t>(acc.data_ptr());
-    p.out.dtype = kernelDtype(acc.scalar_type());
-    int64_t outDim = 0;
-    for (int64_t d = 0; d < ndim; ++d) {
-        p.sizes[d] = self.size(d);
-        if (reduce[d]) {
-            p.out.strides[d] = 0;
-            if (keepdim) ++outDim;
-        } else {
-            p.out.strides[d] = acc.stride(outDim++);
-        }
-    }
-    launchElementwise(p);
-    if (widen) copyOnDevice(out, acc);
-    return out;
-}
-
-at::Tensor sum(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
-    return sumDims(self, c10::nullopt, false, dtype);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("mm", TORCH_FN(matrixProduct));
     m.impl("addmm", TORCH_FN(addmm));
-    m.impl("sum", TORCH_FN(sum));
-    m.impl("sum.dim_IntList", TORCH_FN(sumDims));
 }
 
 }  // namespace torch_mtia

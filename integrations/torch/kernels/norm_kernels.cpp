@@ -1,0 +1,293 @@
+// Layer norm and batch norm, forward and backward, on the simulated device. Statistics are
+// computed in double (the CPU's float accumulation for float32, half and bfloat16 is no wider)
+// with two passes (mean, then squared deviations), and the variance is the biased one, as the CPU
+// normalises; the running variance takes the unbiased estimate, as the CPU's.
+#include "dtype_access.h"
+#include "norm_params.h"
+
+namespace {
+
+using namespace mtia_kernels;
+
+constexpr const char* kLayerNorm = "mtia_torch_layer_norm";
+constexpr const char* kBatchNorm = "mtia_torch_batch_norm";
+
+const char* cptr(uint64_t data, int64_t i, int32_t dtype) {
+    return reinterpret_cast<const char*>(data) + i * elementSize(dtype);
+}
+char* ptr(uint64_t data, int64_t i, int32_t dtype) {
+    return reinterpret_cast<char*>(data) + i * elementSize(dtype);
+}
+double ld(uint64_t data, int64_t i, int32_t dtype) {
+    return loadDouble(cptr(data, i, dtype), dtype);
+}
+void st(uint64_t data, int64_t i, int32_t dtype, double v) {
+    storeDouble(ptr(data, i, dtype), dtype, v);
+}
+// v rounded to dtype (a no-op for float64).
+double roundAs(double v, int32_t dtype) {
+    char tmp[8];
+    storeDouble(tmp, dtype, v);
+    return loadDouble(tmp, dtype);
+}
+
+// An optional per-column (or per-channel) parameter: absent is `otherwise`.
+double param(uint64_t data, int64_t i, int32_t dtype, double otherwise) {
+    return data ? ld(data, i, dtype) : otherwise;
+}
+
+void layerNormRow(const mtiaTorchLayerNorm& p, int64_t r) {
+    const int64_t n = p.cols, base = r * n;
+    if (p.op == mtiaTorchLayerNormForward) {
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += ld(p.x, base + j, p.xDtype);
+        const double mean = sum / static_cast<double>(n);
+        double m2 = 0;
+        for (int64_t j = 0; j < n; ++j) {
+            const double d = ld(p.x, base + j, p.xDtype) - mean;
+            m2 += d * d;
+        }
+        const double rstd = 1.0 / std::sqrt(m2 / static_cast<double>(n) + p.eps);
+        for (int64_t j = 0; j < n; ++j) {
+            const double xhat = (ld(p.x, base + j, p.xDtype) - mean) * rstd;
+            st(p.y, base + j, p.yDtype,
+               xhat * param(p.weight, j, p.wDtype, 1.0) + param(p.bias, j, p.wDtype, 0.0));
+        }
+        if (p.mean) st(p.mean, r, p.statDtype, mean);
+        if (p.rstd) st(p.rstd, r, p.statDtype, rstd);
+        return;
+    }
+    // dx = rstd * (a - mean(a) - xhat * mean(a * xhat)), a = dy * weight.
+    const double mean = ld(p.mean, r, p.statDtype), rstd = ld(p.rstd, r, p.statDtype);
+    double sa = 0, saxhat = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        const double a = ld(p.gradOut, base + j, p.gDtype) * param(p.weight, j, p.wDtype, 1.0);
+        sa += a;
+        saxhat += a * (ld(p.x, base + j, p.xDtype) - mean) * rstd;
+    }
+    const double inv = 1.0 / static_cast<double>(n);
+    for (int64_t j = 0; j < n; ++j) {
+        const double a = ld(p.gradOut, base + j, p.gDtype) * param(p.weight, j, p.wDtype, 1.0);
+        const double xhat = (ld(p.x, base + j, p.xDtype) - mean) * rstd;
+        st(p.y, base + j, p.yDtype, rstd * (a - sa * inv - xhat * saxhat * inv));
+    }
+}
+
+void layerNormColumn(const mtiaTorchLayerNorm& p, int64_t j) {
+    double gw = 0, gb = 0;
+    for (int64_t r = 0; r < p.rows; ++r) {
+        const int64_t i = r * p.cols + j;
+        const double dy = ld(p.gradOut, i, p.gDtype);
+        gw += dy * (ld(p.x, i, p.xDtype) - ld(p.mean, r, p.statDtype)) * ld(p.rstd, r, p.statDtype);
+        gb += dy;
+    }
+    if (p.gradWeight) st(p.gradWeight, j, p.wDtype, gw);
+    if (p.gradBias) st(p.gradBias, j, p.wDtype, gb);
+}
+
+bool layerNormOperandsOk(const mtiaKernelContext* ctx, const mtiaTorchLayerNorm& p) {
+    const int64_t all[1] = {p.rows * p.cols}, rows[1] = {p.rows}, cols[1] = {p.cols}, unit[1] = {1};
+    struct Operand {
+        const char* name;
+        uint64_t data;
+        int32_t dtype;
+        const int64_t* size;
+    } ops[] = {{"x", p.x, p.xDtype, all},
+               {"y", p.y, p.yDtype, all},
+               {"weight", p.weight, p.wDtype, cols},
+               {"bias", p.bias, p.wDtype, cols},
+               {"mean", p.mean, p.statDtype, rows},
+               {"rstd", p.rstd, p.statDtype, rows},
+               {"gradOut", p.gradOut, p.gDtype, all},
+               {"gradWeight", p.gradWeight, p.wDtype, cols},
+               {"gradBias", p.gradBias, p.wDtype, cols}};
+    for (const Operand& o : ops) {
+        if (o.data && !checkRange(ctx, kLayerNorm, o.name, o.data, o.dtype, 1, o.size, unit))
+            return false;
+    }
+    return true;
+}
+
+// Walks every element of one channel: the dims other than 1, with the offsets of up to four
+// operands kept in step (no division per element).
+struct ChannelWalk {
+    const mtiaTorchBatchNorm& p;
+    const int64_t* strides[4];
+    template <class F>
+    void run(int64_t c, F&& f) const {
+        int64_t off[4];
+        for (int k = 0; k < 4; ++k) off[k] = strides[k] ? c * strides[k][1] : 0;
+        int dims[MTIA_TORCH_MAX_DIMS];
+        int nd = 0;
+        for (int d = 0; d < p.ndim; ++d) {
+            if (d == 1) continue;
+            if (p.sizes[d] == 0) return;
+            dims[nd++] = d;
+        }
+        int64_t idx[MTIA_TORCH_MAX_DIMS] = {};
+        for (;;) {
+            f(off);
+            int k = nd - 1;
+            for (; k >= 0; --k) {
+                const int d = dims[k];
+                for (int t = 0; t < 4; ++t)
+                    if (strides[t]) off[t] += strides[t][d];
+                if (++idx[k] < p.sizes[d]) break;
+                for (int t = 0; t < 4; ++t)
+                    if (strides[t]) off[t] -= strides[t][d] * p.sizes[d];
+                idx[k] = 0;
+            }
+            if (k < 0) return;
+        }
+    }
+};
+
+void batchNormChannel(const mtiaTorchBatchNorm& p, int64_t c) {
+    double count = 1;
+    for (int d = 0; d < p.ndim; ++d)
+        if (d != 1) count *= static_cast<double>(p.sizes[d]);
+    const double w = param(p.weight, c, p.wDtype, 1.0);
+    if (p.op == mtiaTorchBatchNormTrain || p.op == mtiaTorchBatchNormEval) {
+        const ChannelWalk walk{p, {p.xStrides, p.yStrides, nullptr, nullptr}};
+        double mean, invstd;
+        if (p.op == mtiaTorchBatchNormTrain) {
+            double sum = 0;
+            walk.run(c, [&](const int64_t* o) { sum += ld(p.x, o[0], p.xDtype); });
+            mean = sum / count;
+            double m2 = 0;
+            walk.run(c, [&](const int64_t* o) {
+                const double d = ld(p.x, o[0], p.xDtype) - mean;
+                m2 += d * d;
+            });
+            // The CPU rounds the sum of squares and the variance to the statistics' dtype.
+            m2 = roundAs(m2, p.saveDtype);
+            const double var = roundAs(m2 / count, p.saveDtype);
+            invstd = 1.0 / std::sqrt(var + p.eps);
+            // The CPU normalises with the saved statistics, rounded to their dtype (half or
+            // bfloat16 when the parameters are): the output follows them.
+            st(p.saveMean, c, p.saveDtype, mean);
+            st(p.saveInvstd, c, p.saveDtype, invstd);
+            mean = ld(p.saveMean, c, p.saveDtype);
+            invstd = ld(p.saveInvstd, c, p.saveDtype);
+            if (p.runningMean) {
+                st(p.runningMean, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * mean);
+            }
+            if (p.runningVar) {
+                const double unbiased = m2 / (count - 1);
+                st(p.runningVar, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * unbiased);
+            }
+        } else {
+            mean = ld(p.runningMean, c, p.runDtype);
+            invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+        }
+        const double b = param(p.bias, c, p.wDtype, 0.0);
+        walk.run(c, [&](const int64_t* o) {
+            st(p.y, o[1], p.yDtype, (ld(p.x, o[0], p.xDtype) - mean) * invstd * w + b);
+        });
+        return;
+    }
+    const ChannelWalk walk{p,
+                           {p.xStrides, p.gStrides, p.gradInput ? p.gxStrides : nullptr, nullptr}};
+    double mean, invstd;
+    if (p.train) {
+        mean = ld(p.saveMean, c, p.saveDtype);
+        invstd = ld(p.saveInvstd, c, p.saveDtype);
+    } else {
+        mean = ld(p.runningMean, c, p.runDtype);
+        invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+    }
+    double sumDy = 0, dot = 0;
+    walk.run(c, [&](const int64_t* o) {
+        const double dy = ld(p.gradOut, o[1], p.gDtype);
+        sumDy += dy;
+        dot += dy * (ld(p.x, o[0], p.xDtype) - mean);
+    });
+    if (p.gradInput) {
+        if (p.train) {
+            const double k = dot * invstd * invstd / count, gm = sumDy / count;
+            walk.run(c, [&](const int64_t* o) {
+                const double x = ld(p.x, o[0], p.xDtype), dy = ld(p.gradOut, o[1], p.gDtype);
+                st(p.gradInput, o[2], p.gxDtype, (dy - gm - (x - mean) * k) * invstd * w);
+            });
+        } else {
+            walk.run(c, [&](const int64_t* o) {
+                st(p.gradInput, o[2], p.gxDtype, ld(p.gradOut, o[1], p.gDtype) * invstd * w);
+            });
+        }
+    }
+    if (p.gradWeight) st(p.gradWeight, c, p.gwDtype, dot * invstd);
+    if (p.gradBias) st(p.gradBias, c, p.gwDtype, sumDy);
+}
+
+bool batchNormOperandsOk(const mtiaKernelContext* ctx, const mtiaTorchBatchNorm& p) {
+    const int64_t channels[1] = {p.sizes[1]}, unit[1] = {1};
+    if (!checkRange(ctx, kBatchNorm, "x", p.x, p.xDtype, p.ndim, p.sizes, p.xStrides)) return false;
+    if (p.y && !checkRange(ctx, kBatchNorm, "y", p.y, p.yDtype, p.ndim, p.sizes, p.yStrides))
+        return false;
+    if (p.gradOut &&
+        !checkRange(ctx, kBatchNorm, "gradOut", p.gradOut, p.gDtype, p.ndim, p.sizes, p.gStrides))
+        return false;
+    if (p.gradInput && !checkRange(ctx, kBatchNorm, "gradInput", p.gradInput, p.gxDtype, p.ndim,
+                                   p.sizes, p.gxStrides))
+        return false;
+    struct Operand {
+        const char* name;
+        uint64_t data;
+        int32_t dtype;
+    } ops[] = {{"weight", p.weight, p.wDtype},
+               {"bias", p.bias, p.wDtype},
+               {"runningMean", p.runningMean, p.runDtype},
+               {"runningVar", p.runningVar, p.runDtype},
+               {"saveMean", p.saveMean, p.saveDtype},
+               {"saveInvstd", p.saveInvstd, p.saveDtype},
+               {"gradWeight", p.gradWeight, p.gwDtype},
+               {"gradBias", p.gradBias, p.gwDtype}};
+    for (const Operand& o : ops) {
+        if (o.data && !checkRange(ctx, kBatchNorm, o.name, o.data, o.dtype, 1, channels, unit))
+            return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_layer_norm, 1, sizeof(mtiaTorchLayerNorm));
+
+MTIA_SIM_KERNEL(mtia_torch_layer_norm) {
+    mtiaTorchLayerNorm p;
+    std::memcpy(&p, args[0], sizeof p);
+    if (p.op < mtiaTorchLayerNormForward || p.op > mtiaTorchLayerNormBackwardParams || p.rows < 0 ||
+        p.cols <= 0) {
+        fault(ctx, kLayerNorm, "bad parameters");
+        return;
+    }
+    const bool columns = p.op == mtiaTorchLayerNormBackwardParams;
+    const Range r = blockRange(ctx, static_cast<uint64_t>(columns ? p.cols : p.rows));
+    if (r.begin >= r.end) return;
+    if (!layerNormOperandsOk(ctx, p)) return;
+    for (uint64_t i = r.begin; i < r.end; ++i) {
+        if (columns) {
+            layerNormColumn(p, static_cast<int64_t>(i));
+        } else {
+            layerNormRow(p, static_cast<int64_t>(i));
+        }
+    }
+}
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_batch_norm, 1, sizeof(mtiaTorchBatchNorm));
+
+MTIA_SIM_KERNEL(mtia_torch_batch_norm) {
+    mtiaTorchBatchNorm p;
+    std::memcpy(&p, args[0], sizeof p);
+    if (p.op < mtiaTorchBatchNormTrain || p.op > mtiaTorchBatchNormBackward || p.ndim < 2 ||
+        p.ndim > MTIA_TORCH_MAX_DIMS) {
+        fault(ctx, kBatchNorm, "bad parameters");
+        return;
+    }
+    const Range r = blockRange(ctx, static_cast<uint64_t>(p.sizes[1]));
+    if (r.begin >= r.end) return;
+    if (!batchNormOperandsOk(ctx, p)) return;
+    for (uint64_t c = r.begin; c < r.end; ++c) batchNormChannel(p, static_cast<int64_t>(c));
+}
