@@ -222,7 +222,19 @@ void recordStream(at::Tensor& self, c10::Stream s) {
 // results copied back. Each run is counted (fallback_counts.h).
 void cpuFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     const c10::OperatorName& name = op.operator_name();
-    countFallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+    const std::string full =
+        name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+    // The fallback copies to the host and waits for the device, which a capture cannot record: say
+    // so, naming the operator, before anything is queued (the capture itself stays valid).
+    mtiaStreamCaptureStatus status = mtiaStreamCaptureStatusNone;
+    if (mtiaStreamIsCapturing(nullptr, &status) == mtiaSuccess &&
+        status != mtiaStreamCaptureStatusNone) {
+        TORCH_CHECK(false, "torch_mtia: ", full,
+                    " has no MTIA device kernel; it would run through the CPU fallback, which "
+                    "copies to the host and synchronises, and cannot be captured in a graph "
+                    "(torch_mtia.device_operators() lists the operators with device kernels)");
+    }
+    countFallback(full);
     at::native::cpu_fallback(op, stack);
 }
 

@@ -23,8 +23,8 @@ import torch
 
 from . import _C, _graphs, memory
 
-__all__ = ["memory", "fallback_counts", "reset_fallback_counts", "is_current_stream_capturing",
-           "show_config", "stream_priority_range"]
+__all__ = ["memory", "fallback_counts", "reset_fallback_counts", "device_operators",
+           "is_current_stream_capturing", "show_config", "stream_priority_range"]
 
 _C._set_kernel_module(os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so"))
 if not _C._hooks_are_ours():
@@ -65,6 +65,18 @@ def fallback_counts():
 
 def reset_fallback_counts():
     _C.reset_fallback_counts()
+
+
+def device_operators():
+    """The ATen operators (name.overload) registered with an MTIA device kernel, sorted. Functional and
+    in-place forms of PyTorch's structured operators run through their out= overload listed here;
+    operators that PyTorch decomposes (CompositeImplicitAutograd) run as the operators they
+    decompose into. Anything else goes through the CPU fallback (fallback_counts())."""
+    names = []
+    for name in torch._C._dispatch_get_all_op_names():
+        if name.startswith("aten::") and torch._C._dispatch_has_kernel_for_dispatch_key(name, "MTIA"):
+            names.append(name[len("aten::"):])
+    return sorted(names)
 
 
 def is_current_stream_capturing():
