@@ -23,6 +23,7 @@ DEV = torch.device("mtia", 0)
 
 @pytest.mark.parametrize("name", ["nn.functional.embedding", "index_select", "gather", "scatter",
                                   "scatter_add", "index_add", "index_put", "masked_select",
+                                  "masked_scatter",
                                   "nonzero", "__getitem__"])
 def test_opinfo_samples(name):
     assert check_op(name) > 0
@@ -84,6 +85,12 @@ def test_index_select_gather_scatter_add_backward():
     grads(lambda x: x.gather(0, gidx.to(x.device)), x)
     src = torch.randn(2, 4, requires_grad=True)
     grads(lambda x, s: x.scatter_add(0, gidx.to(x.device), s), x, src)
+
+
+def test_masked_select_backward():
+    x = torch.randn(4, 5, requires_grad=True)
+    mask = torch.randn(4, 5) > 0
+    grads(lambda x: x.masked_select(mask.to(x.device)) * 3, x)
 
 
 def test_advanced_indexing_backward():

@@ -575,6 +575,37 @@ at::Tensor& maskedSelectOut(const at::Tensor& self, const at::Tensor& mask, at::
     return out;
 }
 
+// Fills the masked elements of self, in order, from source: checked on the device (running out of
+// source faults the launch), so no count is read back and the operator is capturable.
+at::Tensor& maskedScatter(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+    const c10::DeviceGuard guard(self.device());
+    TORCH_CHECK(mask.scalar_type() == at::kBool,
+                "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+                mask.scalar_type());
+    TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+                "masked_scatter_: expected self and source to have same dtypes but got",
+                self.scalar_type(), " and ", source.scalar_type());
+    checkSameDevice(self, mask, "masked_scatter_");
+    checkSameDevice(self, source, "masked_scatter_");
+    TORCH_CHECK(self.dim() <= MTIA_TORCH_MAX_DIMS, "torch_mtia: masked_scatter_ of more than ",
+                MTIA_TORCH_MAX_DIMS, " dims is not supported on the device");
+    at::assert_no_internal_overlap(self);
+    const at::Tensor m = mask.expand(self.sizes());  // refuses a mask that does not broadcast
+    if (self.numel() == 0) return self;
+    const at::Tensor src = contiguousOnDevice(source, source.scalar_type());
+    mtiaTorchMaskedScatter p{};
+    p.ndim = static_cast<int32_t>(self.dim());
+    for (int64_t d = 0; d < self.dim(); ++d) p.sizes[d] = self.size(d);
+    p.numel = static_cast<uint64_t>(self.numel());
+    p.self = rawArg(self, self.strides());
+    p.mask = rawArg(m, m.strides());
+    p.source = reinterpret_cast<uint64_t>(src.data_ptr());
+    p.sourceNumel = src.numel();
+    static ModuleKernel kernel("mtia_torch_masked_scatter");
+    kernel.launch(p, mtiaDim3{1, 1, 1});
+    return self;
+}
+
 // ---- embedding ----
 
 at::Tensor& embeddingRenorm(at::Tensor& self, const at::Tensor& indices, double maxNorm,
@@ -681,6 +712,7 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("nonzero.out", TORCH_FN(nonzeroOut));
     m.impl("masked_select", TORCH_FN(maskedSelect));
     m.impl("masked_select.out", TORCH_FN(maskedSelectOut));
+    m.impl("masked_scatter_", TORCH_FN(maskedScatter));
     m.impl("embedding_dense_backward", TORCH_FN(embeddingDenseBackward));
     m.impl("embedding_renorm_", TORCH_FN(embeddingRenorm));
 }

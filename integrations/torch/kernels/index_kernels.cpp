@@ -338,3 +338,44 @@ MTIA_SIM_KERNEL(mtia_torch_embedding_renorm) {
         }
     }
 }
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_masked_scatter, 1, sizeof(mtiaTorchMaskedScatter));
+
+MTIA_SIM_KERNEL(mtia_torch_masked_scatter) {
+    mtiaTorchMaskedScatter p;
+    std::memcpy(&p, args[0], sizeof p);
+    constexpr const char* kName = "masked_scatter_";
+    if (blockIndex(ctx) != 0) return;
+    if (p.ndim < 0 || p.ndim > MTIA_TORCH_MAX_DIMS) {
+        fault(ctx, kName, "ndim is out of range");
+        return;
+    }
+    const int64_t one = 1;
+    if (!checkRange(ctx, kName, "self", p.self.data, p.self.dtype, p.ndim, p.sizes,
+                    p.self.strides) ||
+        !checkRange(ctx, kName, "mask", p.mask.data, p.mask.dtype, p.ndim, p.sizes,
+                    p.mask.strides) ||
+        (p.sourceNumel > 0 &&
+         !checkRange(ctx, kName, "source", p.source, p.self.dtype, 1, &p.sourceNumel, &one)))
+        return;
+    const int size = elementSize(p.self.dtype);
+    Walker w{p.ndim, p.sizes, {}};
+    w.start(0);
+    int64_t so = w.offset(p.self.strides), mo = w.offset(p.mask.strides), k = 0;
+    for (uint64_t i = 0; i < p.numel; ++i) {
+        if (loadAs<uint8_t>(elementAt(p.mask.data, p.mask.dtype, mo)) != 0) {
+            if (k >= p.sourceNumel) {
+                fault(ctx, kName, "Number of elements of source < number of ones in mask");
+                return;
+            }
+            std::memcpy(elementAt(p.self.data, p.self.dtype, so),
+                        reinterpret_cast<const char*>(p.source) + k * size,
+                        static_cast<size_t>(size));
+            ++k;
+        }
+        if (i + 1 == p.numel) break;
+        const int d = w.next();
+        so += w.delta(p.self.strides, d);
+        mo += w.delta(p.mask.strides, d);
+    }
+}

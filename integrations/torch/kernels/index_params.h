@@ -62,6 +62,18 @@ typedef struct mtiaTorchEmbeddingRenorm {
     double maxNorm, normType;
 } mtiaTorchEmbeddingRenorm;
 
+/* masked_scatter_: the elements of self (over sizes[0..ndim)) whose mask element is nonzero take
+ * the consecutive elements of source (contiguous, sourceNumel elements, self's dtype), in row-major
+ * order; running out of source faults the launch. One block. */
+typedef struct mtiaTorchMaskedScatter {
+    int32_t ndim, reserved;
+    int64_t sizes[MTIA_TORCH_MAX_DIMS];
+    uint64_t numel;
+    mtiaTorchTensorArg self, mask;
+    uint64_t source;
+    int64_t sourceNumel;
+} mtiaTorchMaskedScatter;
+
 /* nonzero, in two launches on one block: count writes the number of nonzero elements of src
  * (sizes/strides over ndim dims) to *count (int64); write stores their coordinates, in row-major
  * order, into out (int64, n x max(ndim,1) at outStrides), n = the count. */
