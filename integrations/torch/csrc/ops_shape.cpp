@@ -1,6 +1,7 @@
 // MTIA shape and factory kernels: cat, tril/triu, arange, linspace, eye, flip, roll and
 // _local_scalar_dense (.item()). cat, flip and roll are strided copies on the device (the
-// elementwise kernel); tril/triu and the ranges have their own kernels (kernels/shape_kernels.cpp).
+// strided copy kernel, or the converting elementwise one across dtypes); tril/triu and the ranges
+// have their own kernels (kernels/shape_kernels.cpp).
 // Shapes, dtypes and argument errors come from PyTorch's meta functions where the operator has one.
 #include "device_kernels.h"
 #include "mtia_check.h"
@@ -25,6 +26,31 @@ namespace {
 
 at::Tensor metaOf(const at::Tensor& t) {
     return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+}
+
+// dst = src, both on the device, broadcasting src: a memcpy when both are contiguous and of one
+// dtype, the strided copy kernel when of one dtype, else the converting elementwise copy.
+void copyInto(const at::Tensor& dst, const at::Tensor& src) {
+    if (dst.numel() == 0) return;
+    if (src.scalar_type() != dst.scalar_type() || dst.dim() == 0 ||
+        dst.dim() > MTIA_TORCH_MAX_DIMS) {
+        copyOnDevice(dst, src);
+        return;
+    }
+    if (src.sizes() == dst.sizes() && src.is_contiguous() && dst.is_contiguous()) {
+        MTIA_CHECK(mtiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.numel() * dst.element_size(),
+                                   mtiaMemcpyDeviceToDevice, nullptr));
+        return;
+    }
+    mtiaTorchStridedCopy p{};
+    p.ndim = static_cast<int32_t>(dst.dim());
+    p.dtype = kernelDtype(dst.scalar_type());
+    for (int64_t d = 0; d < dst.dim(); ++d) p.sizes[d] = dst.size(d);
+    p.numel = static_cast<uint64_t>(dst.numel());
+    p.out = tensorArg(dst, dst.sizes());
+    p.src = tensorArg(src, dst.sizes());
+    static ModuleKernel kernel("mtia_torch_strided_copy");
+    kernel.launch(p, gridFor(p.numel));
 }
 
 // ---- cat ----
@@ -57,7 +83,7 @@ at::Tensor& catOut(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& o
         if (t.dim() == 1 && t.size(0) == 0 && out.dim() != 1) continue;  // legacy empty input
         const int64_t n = t.size(dim);
         if (n == 0) continue;
-        copyOnDevice(out.narrow(dim, offset, n), t);
+        copyInto(out.narrow(dim, offset, n), t);
         offset += n;
     }
     return out;
@@ -235,17 +261,29 @@ at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
     const auto flipped = at::dim_list_to_bitset(dims, self.dim());
     at::Tensor out = at::empty_like(self, at::MemoryFormat::Preserve);
     if (self.numel() == 0) return out;
-    mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpCopy, out, out.sizes());
-    p.a = tensorArg(self, out.sizes());
+    if (self.dim() > MTIA_TORCH_MAX_DIMS) {
+        TORCH_CHECK(false, "torch_mtia: flip of more than ", MTIA_TORCH_MAX_DIMS,
+                    " dims is not supported on the device");
+    }
+    mtiaTorchStridedCopy p{};
+    const at::Tensor o = self.dim() == 0 ? out.view({1}) : out;
+    const at::Tensor s = self.dim() == 0 ? self.view({1}) : self;
+    p.ndim = static_cast<int32_t>(o.dim());
+    p.dtype = kernelDtype(self.scalar_type());
+    for (int64_t d = 0; d < o.dim(); ++d) p.sizes[d] = o.size(d);
+    p.numel = static_cast<uint64_t>(o.numel());
+    p.out = tensorArg(o, o.sizes());
+    p.src = tensorArg(s, o.sizes());
     // The source walked backwards along the flipped dims: its last element first, strides negated.
     int64_t start = 0;
     for (int64_t d = 0; d < self.dim(); ++d) {
         if (!flipped[d]) continue;
-        start += (self.size(d) - 1) * p.a.strides[d];
-        p.a.strides[d] = -p.a.strides[d];
+        start += (self.size(d) - 1) * p.src.strides[d];
+        p.src.strides[d] = -p.src.strides[d];
     }
-    p.a.data += static_cast<uint64_t>(start * static_cast<int64_t>(self.element_size()));
-    launchElementwise(p);
+    p.src.data += static_cast<uint64_t>(start * static_cast<int64_t>(self.element_size()));
+    static ModuleKernel kernel("mtia_torch_strided_copy");
+    kernel.launch(p, gridFor(p.numel));
     return out;
 }
 

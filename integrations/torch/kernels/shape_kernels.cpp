@@ -1,5 +1,5 @@
-// Shape and factory kernels: tril/triu and the ranges (arange, linspace). cat and flip are strided
-// copies (the elementwise kernel); the views need no kernel.
+// Shape and factory kernels: tril/triu, the ranges (arange, linspace) and a same-dtype strided copy
+// (cat's pieces, flip with negated strides). The views need no kernel.
 #include "dtype_access.h"
 #include "shape_params.h"
 
@@ -108,6 +108,62 @@ MTIA_SIM_KERNEL(mtia_torch_range) {
             storeInt(out, p.dtype,
                      static_cast<int64_t>(static_cast<uint64_t>(p.istart) +
                                           static_cast<uint64_t>(p.istep) * i));
+        }
+    }
+}
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_strided_copy, 1, sizeof(mtiaTorchStridedCopy));
+
+MTIA_SIM_KERNEL(mtia_torch_strided_copy) {
+    mtiaTorchStridedCopy p;
+    std::memcpy(&p, args[0], sizeof p);
+    constexpr const char* kName = "mtia_torch_strided_copy";
+    if (p.ndim < 1 || p.ndim > MTIA_TORCH_MAX_DIMS || elementSize(p.dtype) == 0) {
+        fault(ctx, kName, "bad parameters");
+        return;
+    }
+    const int64_t inner = p.sizes[p.ndim - 1];
+    const uint64_t rows = inner == 0 ? 0 : p.numel / static_cast<uint64_t>(inner);
+    const Range r = blockRange(ctx, rows);
+    if (r.begin >= r.end) return;
+    if (!checkRange(ctx, kName, "out", p.out.data, p.dtype, p.ndim, p.sizes, p.out.strides) ||
+        !checkRange(ctx, kName, "src", p.src.data, p.dtype, p.ndim, p.sizes, p.src.strides))
+        return;
+    const auto size = static_cast<int64_t>(elementSize(p.dtype));
+    const int64_t os = p.out.strides[p.ndim - 1] * size, ss = p.src.strides[p.ndim - 1] * size;
+    const bool rowsContiguous = os == size && ss == size;
+    for (uint64_t row = r.begin; row < r.end; ++row) {
+        uint64_t rest = row;
+        int64_t oo = 0, so = 0;
+        for (int d = p.ndim - 2; d >= 0; --d) {
+            const auto n = static_cast<uint64_t>(p.sizes[d]);
+            const auto c = static_cast<int64_t>(rest % n);
+            rest /= n;
+            oo += c * p.out.strides[d];
+            so += c * p.src.strides[d];
+        }
+        char* out = elementAt(p.out.data, p.dtype, oo);
+        const char* src = elementAt(p.src.data, p.dtype, so);
+        if (rowsContiguous) {
+            std::memcpy(out, src, static_cast<size_t>(inner * size));
+            continue;
+        }
+        switch (size) {  // typed loops: the compiler keeps the element in a register
+        case 1:
+            for (int64_t i = 0; i < inner; ++i) out[i * os] = src[i * ss];
+            break;
+        case 2:
+            for (int64_t i = 0; i < inner; ++i)
+                storeAs<uint16_t>(out + i * os, loadAs<uint16_t>(src + i * ss));
+            break;
+        case 4:
+            for (int64_t i = 0; i < inner; ++i)
+                storeAs<uint32_t>(out + i * os, loadAs<uint32_t>(src + i * ss));
+            break;
+        default:
+            for (int64_t i = 0; i < inner; ++i)
+                storeAs<uint64_t>(out + i * os, loadAs<uint64_t>(src + i * ss));
+            break;
         }
     }
 }

@@ -30,4 +30,13 @@ typedef struct mtiaTorchRange {
     int64_t istart, istep, iend;
 } mtiaTorchRange;
 
+/* out = src over sizes[0..ndim) (ndim >= 1), both of dtype: a copy without conversion, rows of the
+ * last dim copied whole when both are contiguous along it (cat, flip). */
+typedef struct mtiaTorchStridedCopy {
+    int32_t ndim, dtype;
+    int64_t sizes[MTIA_TORCH_MAX_DIMS];
+    uint64_t numel;
+    mtiaTorchTensorArg out, src;
+} mtiaTorchStridedCopy;
+
 #endif /* MTIA_TORCH_SHAPE_PARAMS_H */
