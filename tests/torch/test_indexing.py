@@ -212,3 +212,22 @@ def test_capture_embedding_cat_tril_index_select():
         assert torch.allclose(static_y.detach().cpu(), y.detach(), atol=1e-6), f"replay {r}"
         assert torch.allclose(w.grad.cpu(), w_cpu.grad, atol=1e-5), f"replay {r}: grad"
     graph.reset()
+
+
+def test_wide_rows_over_several_blocks():
+    # Rows moved whole, with a launch split over blocks at points that are not row boundaries.
+    g = torch.Generator().manual_seed(7)
+    w = torch.randn(300, 100, generator=g)
+    i = torch.randint(0, 300, (513,), generator=g)
+    wd, idd = w.to(DEV), i.to(DEV)
+    torch_mtia.reset_fallback_counts()
+    assert torch.equal(wd.index_select(0, idd).cpu(), w.index_select(0, i))
+    assert torch.equal(torch.nn.functional.embedding(idd.view(27, 19), wd).cpu(),
+                       torch.nn.functional.embedding(i.view(27, 19), w))
+    assert torch.equal(wd[idd].cpu(), w[i])
+    x = torch.randn(4, 300, 40, generator=g)
+    assert torch.equal(x.to(DEV)[:, idd].cpu(), x[:, i])
+    v = torch.randn(513, 100, generator=g)
+    got = wd.clone().index_put_((idd,), v.to(DEV), accumulate=True).cpu()
+    assert torch.allclose(got, w.clone().index_put_((i,), v, accumulate=True), atol=1e-5)
+    assert not torch_mtia.fallback_counts()

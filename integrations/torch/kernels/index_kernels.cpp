@@ -116,6 +116,71 @@ int64_t loadIndex(const mtiaTorchTensorArg& t, int64_t offset) {
     return t.dtype == mtiaTorchInt32 ? loadAs<int32_t>(at) : loadAs<int64_t>(at);
 }
 
+// Rows along the last dim moved whole: an assignment or a float32 sum between operands of one
+// dtype that are contiguous along the last dim, which no index varies (index_select, embedding,
+// x[idx], index_put_ of rows). The work range is split at row boundaries.
+bool rowsFastPath(const mtiaTorchIndexed& p) {
+    if (p.ndim < 1 || p.out.dtype != p.src.dtype) return false;
+    if (p.reduce != mtiaTorchIndexAssign &&
+        !(p.reduce == mtiaTorchIndexAdd && p.out.dtype == mtiaTorchFloat32 && p.alpha == 1.0))
+        return false;
+    const int last = p.ndim - 1;
+    if (p.sizes[last] < 8 || p.out.strides[last] != 1 || p.src.strides[last] != 1) return false;
+    for (int k = 0; k < p.nindex; ++k)
+        if (p.index[k].strides[last] != 0) return false;
+    return true;
+}
+
+void copyRows(const mtiaKernelContext* ctx, const mtiaTorchIndexed& p, Range r) {
+    const int last = p.ndim - 1;
+    const auto inner = static_cast<uint64_t>(p.sizes[last]);
+    const uint64_t firstRow = r.begin / inner, endRow = (r.end + inner - 1) / inner;
+    // Another block's range may start inside a row of ours: a row belongs to the block holding
+    // its first element.
+    const uint64_t rowBegin = (r.begin % inner == 0) ? firstRow : firstRow + 1;
+    const uint64_t rowEnd = endRow;
+    if (rowBegin >= rowEnd) return;
+    const int esize = elementSize(p.out.dtype);
+    Walker w{last, p.sizes, {}};
+    w.start(rowBegin);
+    int64_t outOff = w.offset(p.out.strides), srcOff = w.offset(p.src.strides);
+    int64_t idxOff[MTIA_TORCH_MAX_INDICES];
+    for (int k = 0; k < p.nindex; ++k) idxOff[k] = w.offset(p.index[k].strides);
+    for (uint64_t row = rowBegin; row < rowEnd; ++row) {
+        int64_t shift = 0;
+        for (int k = 0; k < p.nindex; ++k) {
+            int64_t v = loadIndex(p.index[k], idxOff[k]);
+            const int64_t size = p.indexedSizes[k];
+            if (v < (p.allowNegative ? -size : 0) || v >= size) {
+                indexFault(ctx, p, k, v);
+                return;
+            }
+            if (v < 0) v += size;
+            shift += v * p.indexedStrides[k];
+        }
+        char* out = elementAt(p.out.data, p.out.dtype, outOff + (p.gather ? 0 : shift));
+        const char* src = elementAt(p.src.data, p.src.dtype, srcOff + (p.gather ? shift : 0));
+        const char* checked = p.gather ? src : out;
+        if (!ctx->isDeviceRange(ctx, checked, inner * static_cast<uint64_t>(esize))) {
+            fault(ctx, "mtia_torch_indexed", "an indexed row is not device memory of this device");
+            return;
+        }
+        if (p.reduce == mtiaTorchIndexAssign) {
+            std::memmove(out, src, inner * static_cast<uint64_t>(esize));
+        } else {
+            auto* o = reinterpret_cast<float*>(out);
+            const auto* x = reinterpret_cast<const float*>(src);
+            for (uint64_t j = 0; j < inner; ++j) o[j] += x[j];
+        }
+        if (row + 1 == rowEnd) break;
+        if (last == 0) continue;
+        const int d = w.next();
+        outOff += w.delta(p.out.strides, d);
+        srcOff += w.delta(p.src.strides, d);
+        for (int k = 0; k < p.nindex; ++k) idxOff[k] += w.delta(p.index[k].strides, d);
+    }
+}
+
 }  // namespace
 
 MTIA_SIM_KERNEL_ARGS(mtia_torch_indexed, 1, sizeof(mtiaTorchIndexed));
@@ -150,6 +215,10 @@ MTIA_SIM_KERNEL(mtia_torch_indexed) {
     }
     const mtiaTorchTensorArg& indexed = p.gather ? p.src : p.out;
     const int esize = elementSize(indexed.dtype);
+    if (rowsFastPath(p)) {
+        copyRows(ctx, p, r);
+        return;
+    }
     Walker w{p.ndim, p.sizes, {}};
     w.start(r.begin);
     int64_t outOff = w.offset(p.out.strides), srcOff = w.offset(p.src.strides);
