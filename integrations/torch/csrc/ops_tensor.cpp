@@ -164,38 +164,40 @@ at::Tensor reshapeAlias(const at::Tensor& self, c10::SymIntArrayRef size,
 }
 
 // Grows the storage through our allocator, copying the old bytes on the current stream (a host
-// memcpy, as the CPU resize does, would ignore stream order).
+// memcpy, as the CPU resize does, would ignore stream order). As the CPU: a tensor resized to its
+// own sizes keeps its strides; a new size makes it contiguous; a memory format given restrides it.
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef symSize,
                          c10::optional<c10::MemoryFormat> memoryFormat) {
     const at::IntArrayRef size = C10_AS_INTARRAYREF_SLOW(symSize);
     const c10::DeviceGuard guard(self.device());
     auto* impl = self.unsafeGetTensorImpl();
-    const auto format = memoryFormat.value_or(c10::MemoryFormat::Contiguous);
-    TORCH_CHECK(format != c10::MemoryFormat::Preserve,
+    TORCH_CHECK(memoryFormat.value_or(c10::MemoryFormat::Contiguous) != c10::MemoryFormat::Preserve,
                 "torch_mtia: resize_ does not support Preserve");
-    int64_t numel = 1;
-    for (int64_t s : size) {
-        TORCH_CHECK(s >= 0, "torch_mtia: resize_ to negative size ", size);
-        numel *= s;
-    }
-    const size_t needed = static_cast<size_t>(numel + impl->storage_offset()) * self.element_size();
-    c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
-    if (needed > storage->nbytes()) {
-        TORCH_CHECK(storage->resizable(), "torch_mtia: resize_ of a storage that is not resizable");
-        c10::DataPtr grown = deviceAllocator()->allocate(needed);
-        if (storage->nbytes() != 0) {
-            MTIA_CHECK(mtiaMemcpyAsync(grown.get(), storage->data(), storage->nbytes(),
-                                       mtiaMemcpyDeviceToDevice, nullptr));
-            // The copy reads the old block on the current stream, which need not be the stream it
-            // was allocated on: dropping it below must not let that stream reuse it before the copy
-            // ran.
-            MTIA_CHECK(mtiaRecordStream(storage->mutable_data(), nullptr));
+    for (int64_t s : size) TORCH_CHECK(s >= 0, "torch_mtia: resize_ to negative size ", size);
+    if (self.sizes() != size) {
+        int64_t numel = 1;
+        for (int64_t s : size) numel *= s;
+        const size_t needed =
+            static_cast<size_t>(numel + impl->storage_offset()) * self.element_size();
+        c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+        if (numel > 0 && needed > storage->nbytes()) {
+            TORCH_CHECK(storage->resizable(),
+                        "torch_mtia: resize_ of a storage that is not resizable");
+            c10::DataPtr grown = deviceAllocator()->allocate(needed);
+            if (storage->nbytes() != 0) {
+                MTIA_CHECK(mtiaMemcpyAsync(grown.get(), storage->data(), storage->nbytes(),
+                                           mtiaMemcpyDeviceToDevice, nullptr));
+                // The copy reads the old block on the current stream, which need not be the stream
+                // it was allocated on: dropping it below must not let that stream reuse it before
+                // the copy ran.
+                MTIA_CHECK(mtiaRecordStream(storage->mutable_data(), nullptr));
+            }
+            storage->set_data_ptr_noswap(std::move(grown));
+            storage->set_nbytes(needed);
         }
-        storage->set_data_ptr_noswap(std::move(grown));
-        storage->set_nbytes(needed);
+        impl->set_sizes_contiguous(size);
     }
-    impl->set_sizes_contiguous(size);
-    if (format != c10::MemoryFormat::Contiguous) impl->empty_tensor_restride(format);
+    if (memoryFormat) impl->empty_tensor_restride(*memoryFormat);
     return self;
 }
 
