@@ -243,55 +243,6 @@ at::Tensor thresholdBackward(const at::Tensor& gradOutput, const at::Tensor& sel
     return out;
 }
 
-at::Tensor matrixProduct(const at::Tensor& self, const at::Tensor& mat2) {
-    TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "torch_mtia: mm expects 2-D tensors, got ",
-                self.dim(), "-D and ", mat2.dim(), "-D");
-    TORCH_CHECK(self.size(1) == mat2.size(0), "torch_mtia: mm shapes cannot be multiplied (",
-                self.sizes(), " and ", mat2.sizes(), ")");
-    checkOperands(self, mat2);
-    TORCH_CHECK(self.scalar_type() == mat2.scalar_type(),
-                "torch_mtia: mm expects operands of one dtype, got ", self.scalar_type(), " and ",
-                mat2.scalar_type());
-    const c10::DeviceGuard guard(self.device());
-    if (self.scalar_type() != at::kFloat) {
-        // Only matmul_f32 is built in: other dtypes compute on the host, after the stream's work.
-        return at::mm(self.cpu(), mat2.cpu()).to(self.device());
-    }
-    const uint64_t m = static_cast<uint64_t>(self.size(0)), k = static_cast<uint64_t>(self.size(1)),
-                   n = static_cast<uint64_t>(mat2.size(1));
-    at::Tensor out = emptyDevice({self.size(0), mat2.size(1)}, at::kFloat, self.device());
-    if (out.numel() == 0) return out;
-    if (k == 0) return out.zero_();
-    const at::Tensor a = contiguousOnDevice(self, at::kFloat);
-    const at::Tensor b = contiguousOnDevice(mat2, at::kFloat);
-    void* c = out.data_ptr();
-    const void* pa = a.data_ptr();
-    const void* pb = b.data_ptr();
-    launchBuiltin("matmul_f32", {&c, &pa, &pb, &m, &n, &k}, m * n);
-    return out;
-}
-
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
-                 const c10::Scalar& beta, const c10::Scalar& alpha) {
-    checkOperands(mat1, self);
-    const c10::DeviceGuard guard(mat1.device());
-    at::Tensor product = matrixProduct(mat1, mat2);
-    const bool ignoreSelf = beta.equal(0);  // self is ignored, NaN included, as in PyTorch
-    if (ignoreSelf && alpha.equal(1)) return product;
-    at::Tensor out = emptyDevice(product.sizes(), product.scalar_type(), product.device());
-    if (out.numel() == 0) return out;
-    if (ignoreSelf) {  // alpha * product alone (0 * an infinite product would be NaN)
-        mtiaTorchElementwise p = elementwiseOver(mtiaTorchOpScale, out, out.sizes());
-        p.a = tensorArg(product, out.sizes());
-        setScalar(p.alpha, p.ialpha, alpha);
-        launchElementwise(p);
-    } else {
-        binaryInto(out, onDevice(self, product, product.scalar_type()), product, false, beta,
-                   alpha);
-    }
-    return out;
-}
-
 at::ScalarType sumType(const at::Tensor& self, c10::optional<at::ScalarType> dtype) {
     if (dtype) return *dtype;
     return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong
@@ -380,8 +331,6 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("mul.Scalar", TORCH_FN(mulScalar));
     m.impl("relu", TORCH_FN(relu));
     m.impl("threshold_backward", TORCH_FN(thresholdBackward));
-    m.impl("mm", TORCH_FN(matrixProduct));
-    m.impl("addmm", TORCH_FN(addmm));
     m.impl("sum", TORCH_FN(sum));
     m.impl("sum.dim_IntList", TORCH_FN(sumDims));
 }
