@@ -1,0 +1,248 @@
+// Convolution on the device, forward and backward, as im2col/col2im and matrix products (OpenBLAS
+// sgemm/dgemm through blas_gemm.h), for 1-, 2- and 3-d convolutions with stride, padding, dilation
+// and groups. The host (csrc/ops_conv.cpp) hands in contiguous float, double or int64 tensors
+// (int64 products are exact loops, not BLAS); half and bfloat16 are widened there and rounded once
+// when the result is stored.
+#include "blas_gemm.h"
+#include "conv_params.h"
+#include "dtype_access.h"
+
+#include <vector>
+
+namespace {
+
+using namespace mtia_kernels;
+
+constexpr const char* kName = "mtia_torch_conv";
+
+int64_t volume(const int64_t* s) {
+    return s[0] * s[1] * s[2];
+}
+
+// Rows [r0, r1) and columns [l0, l1) of one image's column matrix, into col (row-major, ld
+// columns): row r = (channel, kd, kh, kw) of the group's channels, column l = output position
+// (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding.
+template <class T>
+void im2col(const mtiaTorchConv& p, const T* image, int64_t r0, int64_t r1, int64_t l0, int64_t l1,
+            T* col, int64_t ld) {
+    const int64_t kvol = volume(p.kernel);
+    const int64_t inVol = volume(p.inSize);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t c = r / kvol;
+        int64_t rest = r % kvol;
+        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
+        rest %= p.kernel[1] * p.kernel[2];
+        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
+        const T* plane = image + c * inVol;
+        T* dst = col + (r - r0) * ld;
+        int64_t ow = l0 % p.outSize[2];
+        int64_t oh = (l0 / p.outSize[2]) % p.outSize[1];
+        int64_t od = l0 / (p.outSize[2] * p.outSize[1]);
+        for (int64_t l = l0; l < l1; ++l) {
+            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
+            const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
+            const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
+            const bool inside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1] &&
+                                iw >= 0 && iw < p.inSize[2];
+            dst[l - l0] = inside ? plane[(id * p.inSize[1] + ih) * p.inSize[2] + iw] : T(0);
+            if (++ow == p.outSize[2]) {
+                ow = 0;
+                if (++oh == p.outSize[1]) {
+                    oh = 0;
+                    ++od;
+                }
+            }
+        }
+    }
+}
+
+// Adds every element of one image's column matrix (all rows, all columns) back to the input
+// position it was taken from.
+template <class T>
+void col2im(const mtiaTorchConv& p, const T* col, T* image, int64_t rows) {
+    const int64_t kvol = volume(p.kernel);
+    const int64_t inVol = volume(p.inSize);
+    const int64_t L = volume(p.outSize);
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t c = r / kvol;
+        int64_t rest = r % kvol;
+        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
+        rest %= p.kernel[1] * p.kernel[2];
+        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
+        T* plane = image + c * inVol;
+        const T* src = col + r * L;
+        int64_t l = 0;
+        for (int64_t od = 0; od < p.outSize[0]; ++od) {
+            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
+            for (int64_t oh = 0; oh < p.outSize[1]; ++oh) {
+                const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
+                const bool rowInside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1];
+                T* irow = plane + (id * p.inSize[1] + ih) * p.inSize[2];
+                for (int64_t ow = 0; ow < p.outSize[2]; ++ow, ++l) {
+                    const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
+                    if (rowInside && iw >= 0 && iw < p.inSize[2]) irow[iw] += src[l];
+                }
+            }
+        }
+    }
+}
+
+// Whether the column matrix is the image itself (1x1 kernel, stride 1, no padding).
+bool identityColumns(const mtiaTorchConv& p) {
+    for (int d = 0; d < 3; ++d)
+        if (p.kernel[d] != 1 || p.stride[d] != 1 || p.padding[d] != 0) return false;
+    return true;
+}
+
+template <class T>
+void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
+    const int64_t cg = p.inChannels / p.groups, og = p.outChannels / p.groups;
+    const int64_t kvol = volume(p.kernel), L = volume(p.outSize), inVol = volume(p.inSize);
+    const int64_t K = cg * kvol;  // rows of the column matrix
+    const auto* input = reinterpret_cast<T*>(p.input);
+    auto* weight = reinterpret_cast<T*>(p.weight);
+    auto* bias = reinterpret_cast<T*>(p.bias);
+    auto* output = reinterpret_cast<T*>(p.output);
+    const bool identity = identityColumns(p);
+    std::vector<T> col;
+    switch (p.op) {
+    case mtiaTorchConvForward: {
+        const int64_t per = (L + p.chunks - 1) / p.chunks;
+        const Range items = blockRange(ctx, static_cast<uint64_t>(p.batch * p.groups * p.chunks));
+        for (uint64_t it = items.begin; it < items.end; ++it) {
+            const auto chunk = static_cast<int64_t>(it % static_cast<uint64_t>(p.chunks));
+            const auto ng = static_cast<int64_t>(it / static_cast<uint64_t>(p.chunks));
+            const int64_t n = ng / p.groups, g = ng % p.groups;
+            const int64_t l0 = std::min(L, chunk * per), l1 = std::min(L, l0 + per);
+            if (l0 >= l1) continue;
+            const T* image = input + (n * p.inChannels + g * cg) * inVol;
+            T* out = output + (n * p.outChannels + g * og) * L + l0;
+            const T* cols = image + l0;
+            int64_t ldCol = L;
+            if (!identity) {
+                col.resize(static_cast<size_t>(K * (l1 - l0)));
+                im2col(p, image, 0, K, l0, l1, col.data(), l1 - l0);
+                cols = col.data();
+                ldCol = l1 - l0;
+            }
+            T beta = 0;
+            if (bias != nullptr) {
+                for (int64_t o = 0; o < og; ++o)
+                    for (int64_t l = 0; l < l1 - l0; ++l) out[o * L + l] = bias[g * og + o];
+                beta = 1;
+            }
+            gemm<T>(1, {weight + g * og * K, og, K, K, 1}, {cols, K, l1 - l0, ldCol, 1}, beta,
+                    {out, og, l1 - l0, L, 1});
+        }
+        break;
+    }
+    case mtiaTorchConvGradInput: {
+        // output holds the gradient of the output, input receives the gradient of the input.
+        const Range items = blockRange(ctx, static_cast<uint64_t>(p.batch * p.groups));
+        auto* gradIn = reinterpret_cast<T*>(p.input);
+        for (uint64_t it = items.begin; it < items.end; ++it) {
+            const auto n = static_cast<int64_t>(it) / p.groups;
+            const auto g = static_cast<int64_t>(it) % p.groups;
+            T* image = gradIn + (n * p.inChannels + g * cg) * inVol;
+            const T* grad = output + (n * p.outChannels + g * og) * L;
+            const MatView<const T> wT =
+                MatView<const T>{weight + g * og * K, og, K, K, 1}.transposed();
+            if (identity) {
+                gemm<T>(1, wT, {grad, og, L, L, 1}, 0, {image, K, L, L, 1});
+                continue;
+            }
+            col.resize(static_cast<size_t>(K * L));
+            gemm<T>(1, wT, {grad, og, L, L, 1}, 0, {col.data(), K, L, L, 1});
+            for (int64_t i = 0; i < cg * inVol; ++i) image[i] = 0;
+            col2im(p, col.data(), image, K);
+        }
+        break;
+    }
+    case mtiaTorchConvGradWeight: {
+        // weight receives sum over n of grad[n, g] @ columns[n, g]^T; chunks split its columns.
+        const int64_t per = (K + p.chunks - 1) / p.chunks;
+        const Range items = blockRange(ctx, static_cast<uint64_t>(p.groups * p.chunks));
+        for (uint64_t it = items.begin; it < items.end; ++it) {
+            const auto g = static_cast<int64_t>(it) / p.chunks;
+            const auto chunk = static_cast<int64_t>(it) % p.chunks;
+            const int64_t r0 = std::min(K, chunk * per), r1 = std::min(K, r0 + per);
+            if (r0 >= r1) continue;
+            const MatView<T> gw{weight + g * og * K + r0, og, r1 - r0, K, 1};
+            for (int64_t n = 0; n < p.batch; ++n) {
+                const T* image = input + (n * p.inChannels + g * cg) * inVol;
+                const T* grad = output + (n * p.outChannels + g * og) * L;
+                const T* cols = image + r0 * L;
+                if (!identity) {
+                    col.resize(static_cast<size_t>((r1 - r0) * L));
+                    im2col(p, image, r0, r1, 0, L, col.data(), L);
+                    cols = col.data();
+                }
+                const MatView<const T> colT = MatView<const T>{cols, r1 - r0, L, L, 1}.transposed();
+                gemm<T>(1, {grad, og, L, L, 1}, colT, n == 0 ? T(0) : T(1), gw);
+            }
+            if (p.batch == 0)
+                for (int64_t o = 0; o < og; ++o)
+                    for (int64_t r = r0; r < r1; ++r) weight[(g * og + o) * K + r] = 0;
+        }
+        break;
+    }
+    case mtiaTorchConvGradBias: {
+        const Range items = blockRange(ctx, static_cast<uint64_t>(p.outChannels));
+        for (uint64_t o = items.begin; o < items.end; ++o) {
+            T sum = 0;
+            for (int64_t n = 0; n < p.batch; ++n) {
+                const T* grad = output + (n * p.outChannels + static_cast<int64_t>(o)) * L;
+                for (int64_t l = 0; l < L; ++l) sum += grad[l];
+            }
+            bias[o] = sum;
+        }
+        break;
+    }
+    default: fault(ctx, kName, "unknown op");
+    }
+}
+
+bool checkTensor(const mtiaKernelContext* ctx, const mtiaTorchConv& p, uint64_t data,
+                 const char* name, int64_t elements) {
+    const int64_t strides[1] = {1};
+    return checkRange(ctx, kName, name, data, p.dtype, 1, &elements, strides);
+}
+
+}  // namespace
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_conv, 1, sizeof(mtiaTorchConv));
+
+MTIA_SIM_KERNEL(mtia_torch_conv) {
+    mtiaTorchConv p;
+    std::memcpy(&p, args[0], sizeof p);
+    if (p.dtype != mtiaTorchFloat32 && p.dtype != mtiaTorchFloat64 && p.dtype != mtiaTorchInt64) {
+        fault(ctx, kName, "dtype must be float32, float64 or int64");
+        return;
+    }
+    if (p.groups <= 0 || p.chunks <= 0 || p.inChannels % p.groups != 0 ||
+        p.outChannels % p.groups != 0 || p.batch < 0) {
+        fault(ctx, kName, "bad channel or group counts");
+        return;
+    }
+    for (int d = 0; d < 3; ++d) {
+        if (p.kernel[d] <= 0 || p.stride[d] <= 0 || p.dilation[d] <= 0 || p.outSize[d] <= 0 ||
+            p.inSize[d] <= 0 || p.padding[d] < 0) {
+            fault(ctx, kName, "bad geometry");
+            return;
+        }
+    }
+    const int64_t in = p.batch * p.inChannels * volume(p.inSize);
+    const int64_t out = p.batch * p.outChannels * volume(p.outSize);
+    const int64_t w = p.outChannels * (p.inChannels / p.groups) * volume(p.kernel);
+    if ((p.op != mtiaTorchConvGradBias && !checkTensor(ctx, p, p.input, "input", in)) ||
+        !checkTensor(ctx, p, p.output, "output", out) ||
+        (p.op != mtiaTorchConvGradBias && !checkTensor(ctx, p, p.weight, "weight", w)) ||
+        ((p.op == mtiaTorchConvGradBias || p.bias != 0) &&
+         !checkTensor(ctx, p, p.bias, "bias", p.outChannels)))
+        return;
+    switch (p.dtype) {
+    case mtiaTorchFloat32: run<float>(ctx, p); break;
+    case mtiaTorchFloat64: run<double>(ctx, p); break;
+    default: run<int64_t>(ctx, p); break;  // exact, as the CPU's slow int64 convolution
+    }
+}
