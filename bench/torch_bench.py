@@ -53,7 +53,9 @@ def training(kind, reps):
     eager = median(lambda: train_step(dev_model, dev_opt, static), reps, torch.mtia.synchronize)
     fallbacks = sum(torch_mtia.fallback_counts().values())
     graph = torch.mtia.MTIAGraph()
-    dev_opt.zero_grad(set_to_none=False)
+    # Gradients made inside the capture (from the graph's pool), as PyTorch's whole-network
+    # capture recipe does: the replayed backward then writes them instead of adding to them.
+    dev_opt.zero_grad(set_to_none=True)
     with torch.mtia.graph(graph):
         loss = dev_model(*static)
         loss.backward()

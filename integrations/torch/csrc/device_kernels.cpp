@@ -13,7 +13,6 @@
 namespace torch_mtia {
 namespace {
 
-std::atomic<mtiaFunction_t> elementwise{nullptr};
 std::atomic<mtiaModule_t> kernelModule{nullptr};
 
 }  // namespace
@@ -39,28 +38,17 @@ void ModuleKernel::launchRaw(const void* params, mtiaDim3 grid) {
 void loadKernelModule(const char* path) {
     static std::mutex mutex;
     std::lock_guard<std::mutex> lock(mutex);
-    if (elementwise.load() != nullptr) return;
+    if (kernelModule.load() != nullptr) return;
     mtiaModule_t module = nullptr;
     MTIA_CHECK(mtiaModuleLoad(&module, path));  // kept loaded for the life of the process
     mtiaFunction_t fn = nullptr;
-    MTIA_CHECK(mtiaModuleGetFunction(&fn, module, "mtia_torch_elementwise"));
-    elementwise.store(fn);
+    // The module is ours when its pointwise kernel is there (a stale or foreign file is refused).
+    MTIA_CHECK(mtiaModuleGetFunction(&fn, module, "mtia_torch_pointwise"));
     kernelModule.store(module);
 }
 
 bool kernelModuleLoaded() {
-    return elementwise.load() != nullptr;
-}
-
-void launchElementwise(const mtiaTorchElementwise& params) {
-    mtiaFunction_t fn = elementwise.load();
-    TORCH_CHECK(fn != nullptr,
-                "torch_mtia: the kernel module is not loaded (import torch_mtia first)");
-    if (params.numel == 0) return;
-    void* args[] = {const_cast<mtiaTorchElementwise*>(&params)};
-    const mtiaDim3 grid =
-        params.op == mtiaTorchOpSumInto ? mtiaDim3{1, 1, 1} : gridFor(params.numel);
-    MTIA_CHECK(mtiaLaunchKernel(fn, grid, mtiaDim3{1, 1, 1}, args, 0, nullptr));
+    return kernelModule.load() != nullptr;
 }
 
 void launchBuiltin(const char* name, std::initializer_list<const void*> args, uint64_t work) {

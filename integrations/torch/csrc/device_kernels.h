@@ -1,6 +1,5 @@
 // Launches of device kernels on the calling thread's current stream of the current device: the
-// runtime's built-ins (f32, contiguous) and the strided elementwise kernel of the integration's own
-// kernel module (kernels/elementwise_kernels.cpp).
+// kernels of the integration's own module (kernels/*_kernels.cpp) and the runtime's built-ins.
 #pragma once
 
 #include "../kernels/kernel_params.h"
@@ -18,8 +17,6 @@ void loadKernelModule(const char* path);
 
 // Whether loadKernelModule succeeded.
 bool kernelModuleLoaded();
-
-void launchElementwise(const mtiaTorchElementwise& params);
 
 // A kernel of the integration's module, found by name at its first launch and kept. Each kernel
 // file's host side holds one per kernel as a function-local static:

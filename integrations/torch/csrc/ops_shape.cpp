@@ -1,6 +1,6 @@
 // MTIA shape and factory kernels: cat, tril/triu, arange, linspace, eye, flip, roll and
 // _local_scalar_dense (.item()). cat, flip and roll are strided copies on the device (the
-// strided copy kernel, or the converting elementwise one across dtypes); tril/triu and the ranges
+// strided copy kernel, or the converting pointwise copy across dtypes); tril/triu and the ranges
 // have their own kernels (kernels/shape_kernels.cpp).
 // Shapes, dtypes and argument errors come from PyTorch's meta functions where the operator has one.
 #include "device_kernels.h"
@@ -29,7 +29,7 @@ at::Tensor metaOf(const at::Tensor& t) {
 }
 
 // dst = src, both on the device, broadcasting src: a memcpy when both are contiguous and of one
-// dtype, the strided copy kernel when of one dtype, else the converting elementwise copy.
+// dtype, the strided copy kernel when of one dtype, else the converting pointwise copy.
 void copyInto(const at::Tensor& dst, const at::Tensor& src) {
     if (dst.numel() == 0) return;
     if (src.scalar_type() != dst.scalar_type() || dst.dim() == 0 ||

@@ -60,23 +60,6 @@ mtiaTorchTensorArg tensorArg(const at::Tensor& t, at::IntArrayRef sizes) {
     return arg;
 }
 
-mtiaTorchElementwise elementwiseOver(int32_t op, const at::Tensor& out, at::IntArrayRef sizes) {
-    TORCH_CHECK(sizes.size() <= MTIA_TORCH_MAX_DIMS, "torch_mtia: tensors of more than ",
-                MTIA_TORCH_MAX_DIMS, " dims are not supported by the device kernels (",
-                sizes.size(), " dims)");
-    mtiaTorchElementwise p{};
-    p.op = op;
-    p.ndim = static_cast<int32_t>(sizes.size());
-    uint64_t numel = 1;
-    for (size_t d = 0; d < sizes.size(); ++d) {
-        p.sizes[d] = sizes[d];
-        numel *= static_cast<uint64_t>(sizes[d]);
-    }
-    p.numel = numel;
-    p.out = tensorArg(out, sizes);
-    return p;
-}
-
 void setScalar(double& f, int64_t& i, const c10::Scalar& s) {
     if (s.isIntegral(/*includeBool=*/true)) {
         i = s.toLong();

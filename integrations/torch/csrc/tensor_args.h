@@ -17,17 +17,13 @@ bool kernelSupports(at::ScalarType type);
 // (size-1 dims and missing leading dims get stride 0).
 mtiaTorchTensorArg tensorArg(const at::Tensor& t, at::IntArrayRef sizes);
 
-// An elementwise launch over sizes with op, out already set; throws beyond MTIA_TORCH_MAX_DIMS
-// dims.
-mtiaTorchElementwise elementwiseOver(int32_t op, const at::Tensor& out, at::IntArrayRef sizes);
-
 // Sets the float and the integer form of a scalar (alpha or beta).
 void setScalar(double& f, int64_t& i, const c10::Scalar& s);
 
 // A new contiguous tensor on device (the current device must be set to it).
 at::Tensor emptyDevice(at::IntArrayRef sizes, at::ScalarType type, c10::Device device);
 
-// Copies src into dst (same device, any strides and dtypes) with the elementwise kernel.
+// Copies src into dst (same device, any strides and dtypes) with the pointwise kernel.
 void copyOnDevice(const at::Tensor& dst, const at::Tensor& src);
 
 // t itself when contiguous with dtype type, else a contiguous copy made on the device.

@@ -48,6 +48,39 @@ else:
 _graphs.install()
 
 
+def _allow_capturable_optimizers():
+    """PyTorch 2.13's optimizers take capturable=True (step counts and bias corrections kept on the
+    device, so that a captured optimizer step replays with the right step) only on the devices that
+    torch.optim.optimizer._get_capturable_supported_devices lists: cuda, xpu, hpu, the privateuse1
+    backend and xla. mtia is missing from that list (its foreach and fused lists have it), although its
+    graphs replay exactly as CUDA's. The list is widened with mtia here, in torch.optim and in each
+    optimizer module that imported the function."""
+    import importlib
+
+    import torch.optim.optimizer as base
+
+    original = base._get_capturable_supported_devices
+    if getattr(original, "_torch_mtia", False):
+        return
+
+    def supported(supports_xla=True):
+        devices = original(supports_xla)
+        return devices if "mtia" in devices else devices + ["mtia"]
+
+    supported._torch_mtia = True
+    for name in ("optimizer", "adadelta", "adam", "adamw", "adamax", "asgd", "nadam", "radam",
+                 "rmsprop", "rprop"):
+        try:
+            module = importlib.import_module("torch.optim." + name)
+        except ImportError:
+            continue
+        if getattr(module, "_get_capturable_supported_devices", None) is original:
+            module._get_capturable_supported_devices = supported
+
+
+_allow_capturable_optimizers()
+
+
 def _drain_autograd_threads():
     # Note [autograd threads at exit] (csrc/autograd_exit.h): without this, an exit right after a
     # backward over MTIA tensors can abort in PyTorch's autograd device thread.

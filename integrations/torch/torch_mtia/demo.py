@@ -53,7 +53,9 @@ def train_gpt(dev, steps):
     with torch.mtia.stream(side):
         train_step(dev_model, dev_opt, static)  # warm-up on a side stream, as CUDA-graph users do
     torch.mtia.current_stream().wait_stream(side)
-    dev_opt.zero_grad(set_to_none=False)
+    # Gradients made inside the capture (from the graph's pool), as PyTorch's whole-network
+    # capture recipe does: the replayed backward then writes them instead of adding to them.
+    dev_opt.zero_grad(set_to_none=True)
     with torch.mtia.graph(graph):
         static_loss = dev_model(*static)
         static_loss.backward()

@@ -16,7 +16,10 @@ class Block(nn.Module):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
+        # No bias: a key bias has an exactly zero gradient (softmax ignores a shift shared by a
+        # query's scores), so Adam would turn its rounding noise into full-size steps whose direction
+        # differs between any two machines.
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
         self.proj = nn.Linear(dim, dim)
         self.ln2 = nn.LayerNorm(dim)
         self.fc = nn.Linear(dim, 4 * dim)
@@ -79,7 +82,11 @@ def make(kind):
     torch.manual_seed(0)
     if kind == "gpt":
         model = TinyGPT()
-        return model, lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1), gpt_batch
+        # capturable on the device: the step count and bias corrections stay there, so a captured
+        # step replays with the right step (as CUDA graphs need too); the CPU does not take it.
+        return model, lambda m: torch.optim.AdamW(
+            m.parameters(), lr=1e-2, weight_decay=0.1,
+            capturable=next(m.parameters()).device.type != "cpu"), gpt_batch
     model = TinyCNN()
     return model, lambda m: torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, nesterov=True), cnn_batch
 
