@@ -82,6 +82,20 @@ bool overlaps(const at::Tensor& a, const at::Tensor& b) {
            at::get_overlap_status(a, b) != at::MemOverlapStatus::No;
 }
 
+// The current device's compute engines (blocks of a launch run one per engine at a time).
+uint64_t engineCount() {
+    thread_local int device = -1;
+    thread_local uint64_t engines = 4;
+    int current = 0;
+    if (mtiaGetDevice(&current) == mtiaSuccess && current != device) {
+        mtiaDeviceProp prop{};
+        if (mtiaGetDeviceProperties(&prop, current) == mtiaSuccess && prop.multiProcessorCount > 0)
+            engines = static_cast<uint64_t>(prop.multiProcessorCount);
+        device = current;
+    }
+    return engines;
+}
+
 // out[batch, rows, cols] = beta * self + alpha * a @ b. self (when defined and beta != 0) is
 // broadcast to selfSizes ([batch,] rows, cols or, for addmv, rows) by tensorArg's rules; out and
 // its role describe where the result goes (any layout: a temporary takes it when needed).
@@ -143,7 +157,10 @@ void gemmInto(const at::Tensor& out, Role outRole, const Mat& a, const Mat& b, i
     const uint64_t rows = static_cast<uint64_t>(batch * m);
     const uint64_t flops =
         rows * static_cast<uint64_t>(n) * static_cast<uint64_t>(std::max<int64_t>(k, 1));
-    const uint64_t blocks = std::clamp<uint64_t>(flops >> 20, 1, std::min<uint64_t>(16, rows));
+    // float16/bfloat16 blocks each widen all of b: one block per engine keeps that to a few copies.
+    const uint64_t most =
+        out.scalar_type() == at::kHalf || out.scalar_type() == at::kBFloat16 ? engineCount() : 16;
+    const uint64_t blocks = std::clamp<uint64_t>(flops >> 20, 1, std::min<uint64_t>(most, rows));
     static ModuleKernel kernel("mtia_torch_gemm");
     kernel.launch(p, mtiaDim3{static_cast<uint32_t>(blocks), 1, 1});
     if (!direct) copyOnDevice(out, temp);

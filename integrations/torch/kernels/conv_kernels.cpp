@@ -7,6 +7,7 @@
 #include "conv_params.h"
 #include "dtype_access.h"
 
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -56,6 +57,16 @@ void im2col(const mtiaTorchConv& p, const T* image, int64_t r0, int64_t r1, int6
     }
 }
 
+// v rounded to the half or bfloat16 type the CPU computes in (p.roundTo), else v.
+template <class T>
+T rounded(const mtiaTorchConv& p, T v) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (p.roundTo == mtiaTorchFloat16) return halfToFloat(floatToHalf(v));
+        if (p.roundTo == mtiaTorchBFloat16) return bf16ToFloat(floatToBf16(v));
+    }
+    return v;
+}
+
 // Adds every element of one image's column matrix (all rows, all columns) back to the input
 // position it was taken from.
 template <class T>
@@ -80,7 +91,8 @@ void col2im(const mtiaTorchConv& p, const T* col, T* image, int64_t rows) {
                 T* irow = plane + (id * p.inSize[1] + ih) * p.inSize[2];
                 for (int64_t ow = 0; ow < p.outSize[2]; ++ow, ++l) {
                     const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
-                    if (rowInside && iw >= 0 && iw < p.inSize[2]) irow[iw] += src[l];
+                    if (rowInside && iw >= 0 && iw < p.inSize[2])
+                        irow[iw] = rounded(p, irow[iw] + src[l]);
                 }
             }
         }
@@ -149,12 +161,21 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
                 MatView<const T>{weight + g * og * K, og, K, K, 1}.transposed();
             if (identity) {
                 gemm<T>(1, wT, {grad, og, L, L, 1}, 0, {image, K, L, L, 1});
-                continue;
+                if (p.roundTo != 0)
+                    for (int64_t i = 0; i < K * L; ++i) image[i] = rounded(p, image[i]);
+            } else {
+                col.resize(static_cast<size_t>(K * L));
+                gemm<T>(1, wT, {grad, og, L, L, 1}, 0, {col.data(), K, L, L, 1});
+                if (p.roundTo != 0)
+                    for (T& v : col) v = rounded(p, v);
+                for (int64_t i = 0; i < cg * inVol; ++i) image[i] = 0;
+                col2im(p, col.data(), image, K);
             }
-            col.resize(static_cast<size_t>(K * L));
-            gemm<T>(1, wT, {grad, og, L, L, 1}, 0, {col.data(), K, L, L, 1});
-            for (int64_t i = 0; i < cg * inVol; ++i) image[i] = 0;
-            col2im(p, col.data(), image, K);
+            // A transposed convolution's forward is this computation, plus its bias.
+            if (bias != nullptr)
+                for (int64_t c = 0; c < cg; ++c)
+                    for (int64_t i = 0; i < inVol; ++i)
+                        image[c * inVol + i] = rounded(p, image[c * inVol + i] + bias[g * cg + c]);
         }
         break;
     }

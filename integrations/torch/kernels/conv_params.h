@@ -16,6 +16,11 @@ typedef enum mtiaTorchConvOp {
 typedef struct mtiaTorchConv {
     int32_t op;    /* mtiaTorchConvOp */
     int32_t dtype; /* mtiaTorchFloat32, mtiaTorchFloat64 or mtiaTorchInt64 */
+    /* 0, or mtiaTorchFloat16 (mtiaTorchBFloat16) for a float computation of that type: the input
+     * gradient (and transposed forward) rounds its columns, each col2im sum and the bias sum to
+     * it, as the CPU's float16 col2im computes in the type itself. */
+    int32_t roundTo;
+    int32_t reserved;
     int64_t batch, groups, inChannels, outChannels;
     int64_t inSize[3], outSize[3], kernel[3], stride[3], padding[3], dilation[3];
     /* Work items the launch's blocks share: forward: batch * groups * chunks (chunks split the
