@@ -10,6 +10,8 @@ CPU supports and the device kernels handle, and asserts for each:
   strides equal to the CPU's;
 - for view operators, results that alias their input.
 """
+import os
+
 import torch
 import torch_mtia
 from torch.testing._internal.common_methods_invocations import op_db
@@ -17,6 +19,15 @@ from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
 from torch.utils._pytree import tree_flatten, tree_map
 
 DEV = torch.device("mtia", 0)
+
+# At most this many samples per operator and dtype when set (the sanitizer stages set it: their
+# value lies in our C++ paths, which a few samples of each dtype reach, at a fraction of the time).
+_LIMIT = int(os.environ["MTIA_OPINFO_MAX_SAMPLES"]) if os.environ.get("MTIA_OPINFO_MAX_SAMPLES") else None
+
+
+def _limit(samples, max_samples):
+    limits = [n for n in (max_samples, _LIMIT) if n is not None]
+    return samples[:min(limits)] if limits else samples
 
 DEVICE_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
                  torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -82,9 +93,8 @@ def check_op(name, variant=None, dtypes=None, is_view=False, max_samples=None, i
         for dtype in sorted(op.supported_dtypes("cpu"), key=str):
             if dtype not in DEVICE_DTYPES or (dtypes is not None and dtype not in dtypes):
                 continue
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
-            if max_samples is not None:
-                samples = samples[:max_samples]
+            samples = _limit(list(op.sample_inputs("cpu", dtype, requires_grad=False)),
+                             max_samples)
             for i, s in enumerate(samples):
                 where = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''} " \
                         f"{dtype} sample {i}"
@@ -119,4 +129,65 @@ def check_op(name, variant=None, dtypes=None, is_view=False, max_samples=None, i
                             assert g.untyped_storage().data_ptr() == \
                                 base.untyped_storage().data_ptr(), f"{where}: not a view"
                 checked += 1
+    return checked
+
+
+def check_grad(name, variant=None, dtype=torch.float32, max_samples=None):
+    """Gradients of op_db's samples of `name` on the device against the CPU's: the same outputs'
+    gradients (deterministic random weights) flow back to every input that requires grad; no CPU
+    fallback in the forward or the backward. Returns how many samples it compared."""
+    checked = 0
+    for op in opinfos(name, variant):
+        if not op.supports_autograd or dtype not in op.supported_dtypes("cpu"):
+            continue
+        samples = _limit(list(op.sample_inputs("cpu", dtype, requires_grad=True)), max_samples)
+        for i, s in enumerate(samples):
+            where = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''} " \
+                    f"grad {dtype} sample {i}"
+            cpu_args = (s.input, *s.args)
+            cpu_inputs = [t for t in tree_flatten((cpu_args, s.kwargs))[0]
+                          if isinstance(t, torch.Tensor) and t.requires_grad]
+            if not cpu_inputs:
+                continue
+            try:
+                cpu_out = op.op(*cpu_args, **s.kwargs)
+            except Exception:
+                continue
+            cpu_outs = [t for t in tree_flatten(cpu_out)[0]
+                        if isinstance(t, torch.Tensor) and t.requires_grad]
+            if not cpu_outs:
+                continue
+            g = torch.Generator().manual_seed(i)
+            weights = [torch.randn(t.shape, generator=g, dtype=t.dtype) for t in cpu_outs]
+            expected = torch.autograd.grad(cpu_outs, cpu_inputs, weights, allow_unused=True)
+            mapping = {}
+
+            def to_dev(t):
+                if isinstance(t, torch.Tensor) and t.requires_grad:
+                    d = same_layout_on_device(t.detach()).requires_grad_(True)
+                    mapping[id(t)] = d
+                    return d
+                return same_layout_on_device(t)
+
+            dev_args = tree_map(to_dev, cpu_args)
+            dev_kwargs = tree_map(to_dev, s.kwargs)
+            dev_inputs = [mapping[id(t)] for t in cpu_inputs]
+            torch_mtia.reset_fallback_counts()
+            dev_out = op.op(*dev_args, **dev_kwargs)
+            dev_outs = [t for t in tree_flatten(dev_out)[0]
+                        if isinstance(t, torch.Tensor) and t.requires_grad]
+            got = torch.autograd.grad(dev_outs, dev_inputs, [w.to(DEV) for w in weights],
+                                      allow_unused=True)
+            torch.mtia.synchronize()
+            fallbacks = torch_mtia.fallback_counts()
+            assert not fallbacks, f"{where}: ran through the CPU fallback: {fallbacks}"
+            for e, d in zip(expected, got):
+                assert (e is None) == (d is None), where
+                if e is not None:
+                    # A little wider than assert_close's float32 default: the CPU's vectorised
+                    # transcendental functions (Sleef) and libm differ in the last bits, which
+                    # gradients like pow's x**y * log(x) carry.
+                    torch.testing.assert_close(d.cpu(), e, equal_nan=True, rtol=1e-4, atol=1e-5,
+                                               msg=lambda m: f"{where}: {m}")
+            checked += 1
     return checked

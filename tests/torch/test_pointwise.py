@@ -11,7 +11,7 @@ import torch
 import torch_mtia
 
 sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_harness import check_op  # noqa: E402
+from opinfo_harness import check_grad, check_op  # noqa: E402
 
 DEV = torch.device("mtia", 0)
 
@@ -32,6 +32,14 @@ def test_opinfo_samples_match_the_cpu(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert check_op(name) > 0
+
+
+@pytest.mark.parametrize("name", UNARY + ACTIVATIONS + BINARY + TERNARY)
+def test_gradients_match_the_cpu(name):
+    """Float32 gradients of every sample, forward and backward on the device."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_grad(name)
 
 
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "sin", "exp", "clamp", "masked_fill",

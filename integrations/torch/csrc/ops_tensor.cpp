@@ -211,6 +211,16 @@ at::Tensor& zero(at::Tensor& self) {
     return self.fill_(0);
 }
 
+// The zero tensor autograd formulas make for gradients known to be zero (sgn's, for instance): a
+// tensor of zeros on the device. (The CPU's is a storage-less ZeroTensor; the values are the same,
+// and every operator handles a plain tensor.)
+at::Tensor efficientZeroTensor(c10::SymIntArrayRef size, c10::optional<at::ScalarType> dtype,
+                               c10::optional<at::Layout> layout, c10::optional<c10::Device> device,
+                               c10::optional<bool> pinMemory) {
+    at::Tensor out = empty(size, dtype, layout, device, pinMemory, c10::nullopt);
+    return out.zero_();
+}
+
 // Tensor.record_stream: the storage is not reused after its free until stream's work queued before
 // the free has finished.
 void recordStream(at::Tensor& self, c10::Stream s) {
@@ -253,6 +263,7 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("resize_", TORCH_FN(resize));
     m.impl("zero_", TORCH_FN(zero));
     m.impl("record_stream", TORCH_FN(recordStream));
+    m.impl("_efficientzerotensor", TORCH_FN(efficientZeroTensor));
 }
 
 TORCH_LIBRARY_IMPL(_, MTIA, m) {
