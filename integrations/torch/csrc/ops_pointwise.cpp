@@ -371,42 +371,56 @@ at::Tensor& addcdivOut(const at::Tensor& self, const at::Tensor& t1, const at::T
     return out;
 }
 
-at::Tensor& clampOut(const at::Tensor& self, const std::optional<c10::Scalar>& min,
-                     const std::optional<c10::Scalar>& max, at::Tensor& out) {
-    TORCH_CHECK(min.has_value() || max.has_value(),
+// The clamp forms share these, with absent bounds as null pointers (optional temporaries of
+// Tensor in the one-bound forms trip GCC's -Wmaybe-uninitialized under TSan's -O2).
+at::Tensor& clampScalarsInto(const at::Tensor& self, const c10::Scalar* min, const c10::Scalar* max,
+                             at::Tensor& out) {
+    TORCH_CHECK(min != nullptr || max != nullptr,
                 "torch.clamp: At least one of 'min' or 'max' must not be None");
     PointwiseSpec s = spec(mtiaTorchPwClampScalar);
-    if (min) setScalarArg(s, 0, *min);
-    if (max) setScalarArg(s, 1, *max);
-    s.i[2] = min.has_value();
-    s.i[3] = max.has_value();
+    if (min != nullptr) setScalarArg(s, 0, *min);
+    if (max != nullptr) setScalarArg(s, 1, *max);
+    s.i[2] = min != nullptr;
+    s.i[3] = max != nullptr;
     runPointwise(s, K::Given, out, {self});
     return out;
+}
+
+at::Tensor& clampTensorsInto(const at::Tensor& self, const at::Tensor* min, const at::Tensor* max,
+                             at::Tensor& out) {
+    TORCH_CHECK(min != nullptr || max != nullptr,
+                "torch.clamp: At least one of 'min' or 'max' must not be None");
+    PointwiseSpec s = spec(mtiaTorchPwClampTensor);
+    s.i[0] = min != nullptr;
+    s.i[1] = max != nullptr;
+    runPointwise(s, K::Given, out,
+                 {self, min != nullptr ? *min : self, max != nullptr ? *max : self});
+    return out;
+}
+
+at::Tensor& clampOut(const at::Tensor& self, const std::optional<c10::Scalar>& min,
+                     const std::optional<c10::Scalar>& max, at::Tensor& out) {
+    return clampScalarsInto(self, min ? &*min : nullptr, max ? &*max : nullptr, out);
 }
 
 at::Tensor& clampTensorOut(const at::Tensor& self, const std::optional<at::Tensor>& min,
                            const std::optional<at::Tensor>& max, at::Tensor& out) {
     const bool hasMin = min.has_value() && min->defined();
     const bool hasMax = max.has_value() && max->defined();
-    TORCH_CHECK(hasMin || hasMax, "torch.clamp: At least one of 'min' or 'max' must not be None");
-    PointwiseSpec s = spec(mtiaTorchPwClampTensor);
-    s.i[0] = hasMin;
-    s.i[1] = hasMax;
-    runPointwise(s, K::Given, out, {self, hasMin ? *min : self, hasMax ? *max : self});
-    return out;
+    return clampTensorsInto(self, hasMin ? &*min : nullptr, hasMax ? &*max : nullptr, out);
 }
 
 at::Tensor& clampMinOut(const at::Tensor& self, const c10::Scalar& min, at::Tensor& out) {
-    return clampOut(self, min, std::nullopt, out);
+    return clampScalarsInto(self, &min, nullptr, out);
 }
 at::Tensor& clampMaxOut(const at::Tensor& self, const c10::Scalar& max, at::Tensor& out) {
-    return clampOut(self, std::nullopt, max, out);
+    return clampScalarsInto(self, nullptr, &max, out);
 }
 at::Tensor& clampMinTensorOut(const at::Tensor& self, const at::Tensor& min, at::Tensor& out) {
-    return clampTensorOut(self, min, std::nullopt, out);
+    return clampTensorsInto(self, &min, nullptr, out);
 }
 at::Tensor& clampMaxTensorOut(const at::Tensor& self, const at::Tensor& max, at::Tensor& out) {
-    return clampTensorOut(self, std::nullopt, max, out);
+    return clampTensorsInto(self, nullptr, &max, out);
 }
 
 void checkCondition(const at::Tensor& condition) {
