@@ -25,6 +25,13 @@ DEV = torch.device("mtia", 0)
 _LIMIT = int(os.environ["MTIA_OPINFO_MAX_SAMPLES"]) if os.environ.get("MTIA_OPINFO_MAX_SAMPLES") else None
 
 
+# Only these dtypes when set (comma-separated names, e.g. "float32,float16"): the sanitizer stages
+# take one of each kind of code path (float, double, half rounding, int64 arithmetic, bool).
+_DTYPES = None
+if os.environ.get("MTIA_OPINFO_DTYPES"):
+    _DTYPES = {getattr(torch, name) for name in os.environ["MTIA_OPINFO_DTYPES"].split(",")}
+
+
 def _limit(samples, max_samples):
     limits = [n for n in (max_samples, _LIMIT) if n is not None]
     return samples[:min(limits)] if limits else samples
@@ -92,6 +99,8 @@ def check_op(name, variant=None, dtypes=None, is_view=False, max_samples=None, i
             continue
         for dtype in sorted(op.supported_dtypes("cpu"), key=str):
             if dtype not in DEVICE_DTYPES or (dtypes is not None and dtype not in dtypes):
+                continue
+            if _DTYPES is not None and dtype not in _DTYPES:
                 continue
             samples = _limit(list(op.sample_inputs("cpu", dtype, requires_grad=False)),
                              max_samples)
