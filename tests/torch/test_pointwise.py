@@ -173,3 +173,12 @@ def test_pointwise_ops_run_without_the_fallback_and_replay_in_a_graph():
     assert torch_mtia.fallback_counts() == {}
     for c, d in zip(cpu, dev):
         torch.testing.assert_close(d.cpu(), c)
+
+
+def test_pow_with_a_zero_exponent_fills_ones_and_resizes_out():
+    x = torch.tensor([float("nan"), 2.0, -3.0])
+    got = torch.pow(on_device(x), 0)
+    assert torch.equal(got.cpu(), torch.ones(3))
+    out = torch.empty(0, device=DEV)
+    torch.pow(on_device(x), 0, out=out)
+    assert out.shape == (3,) and torch.equal(out.cpu(), torch.ones(3))

@@ -15,6 +15,7 @@
 #include <ATen/Functions.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Version.h>
+#include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -227,10 +228,8 @@ at::Tensor& divModeOut(const at::Tensor& self, const at::Tensor& other,
     PointwiseSpec s = spec(divOp(mode), /*integerToFloat=*/!mode.has_value());
     s.i[1] = reducedKind(commonType({self, other}));
     s.rightScalarInOpMath = !mode.has_value();
-    if (mode && at::isIntegralType(commonType({self, other}), true)) {
-        // The CPU refuses integer division by zero; the check needs the divisor's values, which
-        // stay on the device: the kernel gives -1 (as CUDA does) instead of trapping.
-    }
+    // Integer division by zero: the CPU refuses it, which needs the divisor's values; they stay on
+    // the device, where the kernel gives -1 (as CUDA does) instead of trapping.
     runPointwise(s, K::Given, out, {self, other});
     return out;
 }
@@ -307,16 +306,17 @@ at::Tensor& powTensorScalarOut(const at::Tensor& self, const c10::Scalar& expone
     } else {
         s.i[0] = exponent.toLong();
     }
-    if (exponent.equal(0)) {
+    if (exponent.equal(0)) {  // 1 everywhere, NaN included (the CPU's)
+        if (!out.sizes().equals(self.sizes())) at::native::resize_output(out, self.sizes());
         s = spec(mtiaTorchPwFill);
         s.f[0] = 1;
         s.i[0] = 1;
-        runPointwise(s, K::Given, out, {});  // 1 everywhere, NaN included (the CPU's)
+        runPointwise(s, K::Given, out, {});
         return out;
     }
-    // The output dtype from the inputs (the meta function gave out), the exponent by value.
-    at::Tensor promoted = self;
-    runPointwise(s, K::Given, out, {promoted, wrapScalar(exponent)});
+    // The exponent takes part in type promotion as a wrapped number (the second operand, which the
+    // kernel does not read); the kernel takes its value from s0.
+    runPointwise(s, K::Given, out, {self, wrapScalar(exponent)});
     return out;
 }
 
