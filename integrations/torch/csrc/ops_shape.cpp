@@ -28,6 +28,18 @@ at::Tensor metaOf(const at::Tensor& t) {
     return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
 }
 
+// The strided copy kernel's params for src into dst (one dtype; src already of dst's shape).
+mtiaTorchStridedCopy stridedCopyOver(const at::Tensor& dst, const at::Tensor& src) {
+    mtiaTorchStridedCopy p{};
+    p.ndim = static_cast<int32_t>(dst.dim());
+    p.dtype = kernelDtype(dst.scalar_type());
+    for (int64_t d = 0; d < dst.dim(); ++d) p.sizes[d] = dst.size(d);
+    p.numel = static_cast<uint64_t>(dst.numel());
+    p.out = tensorArg(dst, dst.sizes());
+    p.src = tensorArg(src, dst.sizes());
+    return p;
+}
+
 // dst = src, both on the device, broadcasting src: a memcpy when both are contiguous and of one
 // dtype, the strided copy kernel when of one dtype, else the converting pointwise copy.
 void copyInto(const at::Tensor& dst, const at::Tensor& src) {
@@ -42,13 +54,7 @@ void copyInto(const at::Tensor& dst, const at::Tensor& src) {
                                    mtiaMemcpyDeviceToDevice, nullptr));
         return;
     }
-    mtiaTorchStridedCopy p{};
-    p.ndim = static_cast<int32_t>(dst.dim());
-    p.dtype = kernelDtype(dst.scalar_type());
-    for (int64_t d = 0; d < dst.dim(); ++d) p.sizes[d] = dst.size(d);
-    p.numel = static_cast<uint64_t>(dst.numel());
-    p.out = tensorArg(dst, dst.sizes());
-    p.src = tensorArg(src, dst.sizes());
+    mtiaTorchStridedCopy p = stridedCopyOver(dst, src);
     static ModuleKernel kernel("mtia_torch_strided_copy");
     kernel.launch(p, gridFor(p.numel));
 }
@@ -265,15 +271,9 @@ at::Tensor flip(const at::Tensor& self, at::IntArrayRef dims) {
         TORCH_CHECK(false, "torch_mtia: flip of more than ", MTIA_TORCH_MAX_DIMS,
                     " dims is not supported on the device");
     }
-    mtiaTorchStridedCopy p{};
     const at::Tensor o = self.dim() == 0 ? out.view({1}) : out;
     const at::Tensor s = self.dim() == 0 ? self.view({1}) : self;
-    p.ndim = static_cast<int32_t>(o.dim());
-    p.dtype = kernelDtype(self.scalar_type());
-    for (int64_t d = 0; d < o.dim(); ++d) p.sizes[d] = o.size(d);
-    p.numel = static_cast<uint64_t>(o.numel());
-    p.out = tensorArg(o, o.sizes());
-    p.src = tensorArg(s, o.sizes());
+    mtiaTorchStridedCopy p = stridedCopyOver(o, s);
     // The source walked backwards along the flipped dims: its last element first, strides negated.
     int64_t start = 0;
     for (int64_t d = 0; d < self.dim(); ++d) {

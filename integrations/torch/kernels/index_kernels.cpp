@@ -116,6 +116,23 @@ int64_t loadIndex(const mtiaTorchTensorArg& t, int64_t offset) {
     return t.dtype == mtiaTorchInt32 ? loadAs<int32_t>(at) : loadAs<int64_t>(at);
 }
 
+// The element offset the indices at idxOff select in the indexed tensor; faults (and returns false)
+// on an index out of range, naming it.
+bool indexedShift(const mtiaKernelContext* ctx, const mtiaTorchIndexed& p, const int64_t* idxOff,
+                  int64_t& shift) {
+    for (int k = 0; k < p.nindex; ++k) {
+        int64_t v = loadIndex(p.index[k], idxOff[k]);
+        const int64_t size = p.indexedSizes[k];
+        if (v < (p.allowNegative ? -size : 0) || v >= size) {
+            indexFault(ctx, p, k, v);
+            return false;
+        }
+        if (v < 0) v += size;
+        shift += v * p.indexedStrides[k];
+    }
+    return true;
+}
+
 // Rows along the last dim moved whole: an assignment or a float32 sum between operands of one
 // dtype that are contiguous along the last dim, which no index varies (index_select, embedding,
 // x[idx], index_put_ of rows). The work range is split at row boundaries.
@@ -148,16 +165,7 @@ void copyRows(const mtiaKernelContext* ctx, const mtiaTorchIndexed& p, Range r) 
     for (int k = 0; k < p.nindex; ++k) idxOff[k] = w.offset(p.index[k].strides);
     for (uint64_t row = rowBegin; row < rowEnd; ++row) {
         int64_t shift = 0;
-        for (int k = 0; k < p.nindex; ++k) {
-            int64_t v = loadIndex(p.index[k], idxOff[k]);
-            const int64_t size = p.indexedSizes[k];
-            if (v < (p.allowNegative ? -size : 0) || v >= size) {
-                indexFault(ctx, p, k, v);
-                return;
-            }
-            if (v < 0) v += size;
-            shift += v * p.indexedStrides[k];
-        }
+        if (!indexedShift(ctx, p, idxOff, shift)) return;
         char* out = elementAt(p.out.data, p.out.dtype, outOff + (p.gather ? 0 : shift));
         const char* src = elementAt(p.src.data, p.src.dtype, srcOff + (p.gather ? shift : 0));
         const char* checked = p.gather ? src : out;
@@ -226,16 +234,7 @@ MTIA_SIM_KERNEL(mtia_torch_indexed) {
     for (int k = 0; k < p.nindex; ++k) idxOff[k] = w.offset(p.index[k].strides);
     for (uint64_t i = r.begin; i < r.end; ++i) {
         int64_t shift = 0;
-        for (int k = 0; k < p.nindex; ++k) {
-            int64_t v = loadIndex(p.index[k], idxOff[k]);
-            const int64_t size = p.indexedSizes[k];
-            if (v < (p.allowNegative ? -size : 0) || v >= size) {
-                indexFault(ctx, p, k, v);
-                return;
-            }
-            if (v < 0) v += size;
-            shift += v * p.indexedStrides[k];
-        }
+        if (!indexedShift(ctx, p, idxOff, shift)) return;
         const int64_t o = outOff + (p.gather ? 0 : shift), s = srcOff + (p.gather ? shift : 0);
         char* target = elementAt(p.out.data, p.out.dtype, o);
         const char* value = elementAt(p.src.data, p.src.dtype, s);
