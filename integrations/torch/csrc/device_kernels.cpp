@@ -14,8 +14,30 @@ namespace torch_mtia {
 namespace {
 
 std::atomic<mtiaModule_t> kernelModule{nullptr};
+thread_local HeldLaunches* tHeld = nullptr;
 
 }  // namespace
+
+HeldLaunches* heldLaunches() {
+    return tHeld;
+}
+
+void setHeldLaunches(HeldLaunches* held) {
+    tHeld = held;
+}
+
+void releaseHeldLaunches() {
+    if (HeldLaunches* held = tHeld) {
+        tHeld = nullptr;  // its own launches go straight out
+        try {
+            held->release();
+        } catch (...) {
+            tHeld = held;
+            throw;
+        }
+        tHeld = held;
+    }
+}
 
 mtiaDim3 gridFor(uint64_t work) {
     const uint64_t blocks = std::clamp<uint64_t>(work / 16384, 1, 16);
@@ -23,6 +45,7 @@ mtiaDim3 gridFor(uint64_t work) {
 }
 
 void ModuleKernel::launchRaw(const void* params, mtiaDim3 grid) {
+    releaseHeldLaunches();
     mtiaFunction_t fn = fn_.load(std::memory_order_acquire);
     if (fn == nullptr) {
         mtiaModule_t module = kernelModule.load();
@@ -52,6 +75,7 @@ bool kernelModuleLoaded() {
 }
 
 void launchBuiltin(const char* name, std::initializer_list<const void*> args, uint64_t work) {
+    releaseHeldLaunches();
     mtiaFunction_t fn = nullptr;
     MTIA_CHECK(mtiaGetBuiltinFunction(&fn, name));
     std::vector<void*> values;

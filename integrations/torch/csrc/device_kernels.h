@@ -38,6 +38,22 @@ private:
     std::atomic<mtiaFunction_t> fn_{nullptr};
 };
 
+// Launches a batch holds back on this thread (PointwiseBatch, pointwise.h). Every launch through
+// ModuleKernel or launchBuiltin first releases them, so that the stream receives all work in the
+// order the host issued it.
+class HeldLaunches {
+public:
+    virtual ~HeldLaunches() = default;
+    // Launches what is held (on the current stream). Throws as a launch throws.
+    virtual void release() = 0;
+};
+
+// The calling thread's holder of launches, or null; a holder installs itself for its lifetime.
+HeldLaunches* heldLaunches();
+void setHeldLaunches(HeldLaunches* held);
+// Launches what the calling thread holds back, if anything. Thread safety: thread-local state only.
+void releaseHeldLaunches();
+
 // Enough blocks to spread work items over the device's engines (about 16 Ki items per block, at
 // most 16 blocks), one block for small work.
 mtiaDim3 gridFor(uint64_t work);

@@ -6,8 +6,9 @@
 // CompositeExplicitAutogradNonFunctional kernels make the functional and in-place forms of a
 // structured operator for any backend by running the operator's meta function (shape, type
 // promotion, the output's layout, the in-place checks) and then calling the out= overload, which is
-// ours. The unstructured ones (relu, hardtanh, where, masked_fill_, floor_divide, ...) are
-// registered in every form they have.
+// ours. The most frequent ones (add, sub, mul, div) also get their functional and in-place forms
+// here, which skips that meta pass. The unstructured ones (relu, hardtanh, where, masked_fill_,
+// floor_divide, ...) are registered in every form they have.
 #include "pointwise.h"
 #include "tensor_args.h"
 
@@ -59,10 +60,23 @@ at::Tensor& unaryOut(const at::Tensor& self, at::Tensor& out) {
     return out;
 }
 
-// floor, ceil, round, trunc of integers are the integers themselves.
+// The CPU's name for a rounding kernel in its refusal of bool ("floor_vml_cpu").
+constexpr const char* roundingName(int32_t op) {
+    switch (op) {
+    case mtiaTorchPwFloor: return "floor";
+    case mtiaTorchPwCeil: return "ceil";
+    case mtiaTorchPwTrunc: return "trunc";
+    default: return "round";
+    }
+}
+
+// floor, ceil, round, trunc of integers are the integers themselves; bool is refused, as the CPU
+// refuses it.
 template <int32_t Op>
 at::Tensor& roundingOut(const at::Tensor& self, at::Tensor& out) {
-    const int32_t op = at::isIntegralType(self.scalar_type(), true) ? mtiaTorchPwCopy : Op;
+    TORCH_CHECK(self.scalar_type() != at::kBool, "\"", roundingName(Op),
+                "_vml_cpu\" not implemented for 'Bool'");
+    const int32_t op = at::isIntegralType(self.scalar_type(), false) ? mtiaTorchPwCopy : Op;
     runPointwise(spec(op), K::Given, out, {self});
     return out;
 }
@@ -86,8 +100,8 @@ at::Tensor& negOut(const at::Tensor& self, at::Tensor& out) {
 }
 
 at::Tensor& absOut(const at::Tensor& self, at::Tensor& out) {
-    const int32_t op = self.scalar_type() == at::kBool ? mtiaTorchPwCopy : mtiaTorchPwAbs;
-    runPointwise(spec(op), K::Given, out, {self});
+    TORCH_CHECK(self.scalar_type() != at::kBool, "\"abs_cpu\" not implemented for 'Bool'");
+    runPointwise(spec(mtiaTorchPwAbs), K::Given, out, {self});
     return out;
 }
 
@@ -158,10 +172,12 @@ double alphaIn(at::ScalarType type, const c10::Scalar& alpha) {
     return alpha.toDouble();
 }
 
-// How many 16-bit elements the CPU's vectorised loops take at a time (two vectors): its half and
-// bfloat16 add rounds differently inside them and in the scalar tail after them.
+// How many 16-bit elements one of the CPU's vectors holds: its half and bfloat16 add rounds
+// differently inside its vectorised loop and in the scalar tail after it, and that loop takes a
+// row in steps of two vectors and then one more vector where one fits (measured: a row of 49
+// bfloat16 elements on AVX512 is vectorised up to element 32, one of 121 up to 96).
 int64_t cpuVectorWidth() {
-    static const int64_t width = at::get_cpu_capability() == "AVX512" ? 64 : 32;
+    static const int64_t width = at::get_cpu_capability() == "AVX512" ? 32 : 16;
     return width;
 }
 
@@ -170,8 +186,12 @@ int64_t reducedKind(at::ScalarType type) {
     return type == at::kHalf ? 1 : (type == at::kBFloat16 ? 2 : 0);
 }
 
-at::Tensor& addSubOut(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
-                      at::Tensor& out, bool subtract) {
+// add, sub and mul are the most frequent operators of a training step (gradient accumulation, the
+// optimizers' slow paths), so their functional and in-place forms are registered directly too:
+// one pass over the operands instead of PyTorch's meta function, a dispatched allocation and then
+// the out= kernel. Each core takes the output kind; out is undefined for K::Allocate.
+at::Tensor addSub(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                  const c10::Scalar& alpha, bool subtract) {
     const at::ScalarType type = commonType({self, other});
     checkAlpha(type, alpha);
     if (subtract) {
@@ -194,24 +214,49 @@ at::Tensor& addSubOut(const at::Tensor& self, const at::Tensor& other, const c10
         s.i[0] = subtract ? static_cast<int64_t>(0ull - static_cast<uint64_t>(a)) : a;
         s.f[0] = static_cast<double>(s.i[0]);
     }
-    runPointwise(s, K::Given, out, {self, other});
-    return out;
+    return runPointwise(s, kind, out, {self, other});
 }
 
 at::Tensor& addOut(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
                    at::Tensor& out) {
-    return addSubOut(self, other, alpha, out, false);
+    addSub(K::Given, out, self, other, alpha, false);
+    return out;
 }
 at::Tensor& subOut(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
                    at::Tensor& out) {
-    return addSubOut(self, other, alpha, out, true);
+    addSub(K::Given, out, self, other, alpha, true);
+    return out;
+}
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+    return addSub(K::Allocate, {}, self, other, alpha, false);
+}
+at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+    return addSub(K::Allocate, {}, self, other, alpha, true);
+}
+at::Tensor& addInPlace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+    addSub(K::InPlace, self, self, other, alpha, false);
+    return self;
+}
+at::Tensor& subInPlace(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+    addSub(K::InPlace, self, self, other, alpha, true);
+    return self;
 }
 
-at::Tensor& mulOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+at::Tensor mulAny(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
     PointwiseSpec s = spec(mtiaTorchPwMul);
     s.rightScalarInOpMath = true;
-    runPointwise(s, K::Given, out, {self, other});
+    return runPointwise(s, kind, out, {self, other});
+}
+at::Tensor& mulOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+    mulAny(K::Given, out, self, other);
     return out;
+}
+at::Tensor mul(const at::Tensor& self, const at::Tensor& other) {
+    return mulAny(K::Allocate, {}, self, other);
+}
+at::Tensor& mulInPlace(at::Tensor& self, const at::Tensor& other) {
+    mulAny(K::InPlace, self, self, other);
+    return self;
 }
 
 int32_t divOp(std::optional<c10::string_view> mode) {
@@ -223,19 +268,30 @@ int32_t divOp(std::optional<c10::string_view> mode) {
                 *mode, "'");
 }
 
-at::Tensor& divModeOut(const at::Tensor& self, const at::Tensor& other,
-                       std::optional<c10::string_view> mode, at::Tensor& out) {
+at::Tensor divAny(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
+                  std::optional<c10::string_view> mode) {
     PointwiseSpec s = spec(divOp(mode), /*integerToFloat=*/!mode.has_value());
     s.i[1] = reducedKind(commonType({self, other}));
     s.rightScalarInOpMath = !mode.has_value();
     // Integer division by zero: the CPU refuses it, which needs the divisor's values; they stay on
     // the device, where the kernel gives -1 (as CUDA does) instead of trapping.
-    runPointwise(s, K::Given, out, {self, other});
-    return out;
+    return runPointwise(s, kind, out, {self, other});
 }
 
+at::Tensor& divModeOut(const at::Tensor& self, const at::Tensor& other,
+                       std::optional<c10::string_view> mode, at::Tensor& out) {
+    divAny(K::Given, out, self, other, mode);
+    return out;
+}
 at::Tensor& divOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
     return divModeOut(self, other, std::nullopt, out);
+}
+at::Tensor div(const at::Tensor& self, const at::Tensor& other) {
+    return divAny(K::Allocate, {}, self, other, std::nullopt);
+}
+at::Tensor& divInPlace(at::Tensor& self, const at::Tensor& other) {
+    divAny(K::InPlace, self, self, other, std::nullopt);
+    return self;
 }
 
 at::Tensor& floorDivideOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
@@ -320,13 +376,28 @@ at::Tensor& powTensorScalarOut(const at::Tensor& self, const c10::Scalar& expone
     return out;
 }
 
+// What the CPU refuses to compute in bool (its kernels have no bool form), named as it names them.
+void refuseBool(at::ScalarType type, const char* cpuKernel) {
+    TORCH_CHECK(type != at::kBool, "\"", cpuKernel, "\" not implemented for 'Bool'");
+}
+
+at::Tensor& powTensorOut(const at::Tensor& self, const at::Tensor& exponent, at::Tensor& out) {
+    refuseBool(commonType({self, exponent}), "pow");
+    runPointwise(spec(mtiaTorchPwPow), K::Given, out, {self, exponent});
+    return out;
+}
+
 at::Tensor& powScalarOut(const c10::Scalar& self, const at::Tensor& exponent, at::Tensor& out) {
+    refuseBool(commonType({wrapScalar(self), exponent}), "pow");
     runPointwise(spec(mtiaTorchPwPow), K::Given, out, {wrapScalar(self), exponent});
     return out;
 }
 
 at::Tensor& lerpScalarOut(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight,
                           at::Tensor& out) {
+    const at::ScalarType type = commonType({self, end});
+    TORCH_CHECK(at::isFloatingType(type), "\"lerp_kernel_scalar\" not implemented for '",
+                c10::toString(type), "'");
     PointwiseSpec s = spec(mtiaTorchPwLerpScalar);
     setScalarArg(s, 0, weight);
     runPointwise(s, K::Given, out, {self, end});
@@ -335,6 +406,9 @@ at::Tensor& lerpScalarOut(const at::Tensor& self, const at::Tensor& end, const c
 
 at::Tensor& lerpTensorOut(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
                           at::Tensor& out) {
+    const at::ScalarType type = commonType({self, end});
+    TORCH_CHECK(at::isFloatingType(type), "\"lerp_kernel_tensor\" not implemented for '",
+                c10::toString(type), "'");
     runPointwise(spec(mtiaTorchPwLerpTensor), K::Given, out, {self, end, weight});
     return out;
 }
@@ -345,6 +419,7 @@ at::Tensor& addcmulOut(const at::Tensor& self, const at::Tensor& t1, const at::T
                        const c10::Scalar& value, at::Tensor& out) {
     PointwiseSpec s = spec(mtiaTorchPwAddcmul);
     const at::ScalarType type = commonType({self, t1, t2});
+    refuseBool(type, "addcmul_cpu_out");
     if (at::isFloatingType(type)) {
         s.f[0] = alphaIn(at::isReducedFloatingType(type) ? at::kFloat : type, value);
     } else {
@@ -377,6 +452,10 @@ at::Tensor& clampScalarsInto(const at::Tensor& self, const c10::Scalar* min, con
                              at::Tensor& out) {
     TORCH_CHECK(min != nullptr || max != nullptr,
                 "torch.clamp: At least one of 'min' or 'max' must not be None");
+    refuseBool(commonType({self, min != nullptr ? wrapScalar(*min) : self,
+                           max != nullptr ? wrapScalar(*max) : self}),
+               min == nullptr ? "clamp_max_scalar_cpu"
+                              : (max == nullptr ? "clamp_min_scalar_cpu" : "clamp_scalar_cpu"));
     PointwiseSpec s = spec(mtiaTorchPwClampScalar);
     if (min != nullptr) setScalarArg(s, 0, *min);
     if (max != nullptr) setScalarArg(s, 1, *max);
@@ -390,6 +469,7 @@ at::Tensor& clampTensorsInto(const at::Tensor& self, const at::Tensor* min, cons
                              at::Tensor& out) {
     TORCH_CHECK(min != nullptr || max != nullptr,
                 "torch.clamp: At least one of 'min' or 'max' must not be None");
+    if (min != nullptr && max != nullptr) refuseBool(commonType({self, *min, *max}), "clamp_cpu");
     PointwiseSpec s = spec(mtiaTorchPwClampTensor);
     s.i[0] = min != nullptr;
     s.i[1] = max != nullptr;
@@ -739,9 +819,17 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("nan_to_num.out", TORCH_FN(nanToNumOut));
 
     m.impl("add.out", TORCH_FN(addOut));
+    m.impl("add.Tensor", TORCH_FN(add));
+    m.impl("add_.Tensor", TORCH_FN(addInPlace));
     m.impl("sub.out", TORCH_FN(subOut));
+    m.impl("sub.Tensor", TORCH_FN(sub));
+    m.impl("sub_.Tensor", TORCH_FN(subInPlace));
     m.impl("mul.out", TORCH_FN(mulOut));
+    m.impl("mul.Tensor", TORCH_FN(mul));
+    m.impl("mul_.Tensor", TORCH_FN(mulInPlace));
     m.impl("div.out", TORCH_FN(divOut));
+    m.impl("div.Tensor", TORCH_FN(div));
+    m.impl("div_.Tensor", TORCH_FN(divInPlace));
     m.impl("div.out_mode", TORCH_FN(divModeOut));
     m.impl("floor_divide", TORCH_FN(floorDivide));
     m.impl("floor_divide_.Tensor", TORCH_FN(floorDivideInPlace));
@@ -749,7 +837,7 @@ TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("remainder.Tensor_out", TORCH_FN((binaryOut<mtiaTorchPwRemainder, false>)));
     m.impl("remainder.Scalar_Tensor", TORCH_FN(remainderScalarTensor));
     m.impl("fmod.Tensor_out", TORCH_FN((binaryOut<mtiaTorchPwFmod, false>)));
-    m.impl("pow.Tensor_Tensor_out", TORCH_FN((binaryOut<mtiaTorchPwPow, false>)));
+    m.impl("pow.Tensor_Tensor_out", TORCH_FN(powTensorOut));
     m.impl("pow.Tensor_Scalar_out", TORCH_FN(powTensorScalarOut));
     m.impl("pow.Scalar_out", TORCH_FN(powScalarOut));
     m.impl("maximum.out", TORCH_FN((binaryOut<mtiaTorchPwMaximum, false>)));

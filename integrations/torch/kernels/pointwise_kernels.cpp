@@ -663,24 +663,19 @@ bool checkOperands(const mtiaKernelContext* ctx, const mtiaTorchPointwise& p) {
     return true;
 }
 
-}  // namespace
-
-MTIA_SIM_KERNEL_ARGS(mtia_torch_pointwise, 1, sizeof(mtiaTorchPointwise));
-
-MTIA_SIM_KERNEL(mtia_torch_pointwise) {
-    mtiaTorchPointwise p;
-    std::memcpy(&p, args[0], sizeof p);
+// One problem of a launch: checks its params and operands, then runs its share of the index space.
+// False when it faulted.
+bool runProblem(const mtiaKernelContext* ctx, const char* kernel, const mtiaTorchPointwise& p,
+                const Range& range) {
     char what[96];
     if (p.op < 0 || p.op >= mtiaTorchPwOpCount || p.ndim < 0 || p.ndim > MTIA_TORCH_MAX_DIMS ||
         p.ninputs < 0 || p.ninputs > MTIA_TORCH_POINTWISE_MAX_INPUTS) {
         std::snprintf(what, sizeof what, "bad params (op %d, ndim %d, inputs %d)", p.op, p.ndim,
                       p.ninputs);
-        fault(ctx, "mtia_torch_pointwise", what);
-        return;
+        return fault(ctx, kernel, what);
     }
-    const Range range = blockRange(ctx, p.numel);
-    if (range.begin >= range.end) return;
-    if (!checkOperands(ctx, p)) return;
+    if (range.begin >= range.end) return true;
+    if (!checkOperands(ctx, p)) return false;
     bool known = false;
     switch (p.compute) {
     case mtiaTorchComputeFloat:
@@ -704,8 +699,67 @@ MTIA_SIM_KERNEL(mtia_torch_pointwise) {
     default: break;
     }
     if (!known) {
-        std::snprintf(what, sizeof what, "op %d has no form for computation type %d", p.op,
-                      p.compute);
-        fault(ctx, "mtia_torch_pointwise", what);
+        std::snprintf(what, sizeof what, "op %d has no %s form", p.op,
+                      p.compute == mtiaTorchComputeInt64 ? "integer" : "floating");
+        return fault(ctx, kernel, what);
+    }
+    return true;
+}
+
+void unflatten(const mtiaTorchFlatOperand& flat, mtiaTorchOperand& op) {
+    op.data = flat.data;
+    op.dtype = flat.dtype;
+    op.immediate = flat.immediate;
+    op.fvalue = flat.fvalue;
+    op.ivalue = flat.ivalue;
+    op.strides[0] = flat.stride;
+}
+
+}  // namespace
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_pointwise, 1, sizeof(mtiaTorchPointwise));
+
+MTIA_SIM_KERNEL(mtia_torch_pointwise) {
+    mtiaTorchPointwise p;
+    std::memcpy(&p, args[0], sizeof p);
+    runProblem(ctx, "mtia_torch_pointwise", p, blockRange(ctx, p.numel));
+}
+
+MTIA_SIM_KERNEL_ARGS(mtia_torch_pointwise_batch, 1, sizeof(mtiaTorchPointwiseBatch));
+
+// The problems in order, each split over the launch's blocks as a launch of its own would be. The
+// host never puts a problem behind one whose output it overlaps (or reads what that one writes), so
+// no problem depends on another's elements.
+MTIA_SIM_KERNEL(mtia_torch_pointwise_batch) {
+    const auto* batch = static_cast<const mtiaTorchPointwiseBatch*>(args[0]);
+    const int32_t count = batch->count;
+    if (count < 1 || count > MTIA_TORCH_POINTWISE_BATCH_MAX) {
+        char what[64];
+        std::snprintf(what, sizeof what, "bad params (count %d)", count);
+        fault(ctx, "mtia_torch_pointwise_batch", what);
+        return;
+    }
+    for (int32_t k = 0; k < count; ++k) {
+        const mtiaTorchFlatPointwise& flat = batch->items[k];
+        mtiaTorchPointwise p{};
+        p.op = flat.op;
+        p.compute = flat.compute;
+        p.ninputs = flat.ninputs;
+        p.numel = flat.numel;
+        p.ndim = flat.ndim;
+        if (p.ndim < 0 || p.ndim > 1 || p.ninputs < 0 ||
+            p.ninputs > MTIA_TORCH_POINTWISE_MAX_INPUTS) {
+            char what[96];
+            std::snprintf(what, sizeof what, "bad params (item %d: ndim %d, inputs %d)", k, p.ndim,
+                          p.ninputs);
+            fault(ctx, "mtia_torch_pointwise_batch", what);
+            return;
+        }
+        p.sizes[0] = static_cast<int64_t>(flat.numel);
+        std::memcpy(p.f, flat.f, sizeof p.f);
+        std::memcpy(p.i, flat.i, sizeof p.i);
+        unflatten(flat.out, p.out);
+        for (int32_t a = 0; a < p.ninputs; ++a) unflatten(flat.in[a], p.in[a]);
+        if (!runProblem(ctx, "mtia_torch_pointwise_batch", p, blockRange(ctx, p.numel))) return;
     }
 }

@@ -161,4 +161,37 @@ typedef struct mtiaTorchPointwise {
     mtiaTorchOperand in[MTIA_TORCH_POINTWISE_MAX_INPUTS];
 } mtiaTorchPointwise;
 
+/* A batch of one-dimensional pointwise problems, run in order by one launch
+ * (mtia_torch_pointwise_batch): the per-tensor steps of a foreach operator. Each problem is a
+ * mtiaTorchPointwise whose index space has at most one dimension, stored flat so that
+ * MTIA_TORCH_POINTWISE_BATCH_MAX of them fit the launch's argument limit (4 KiB). */
+#define MTIA_TORCH_POINTWISE_BATCH_MAX 16
+
+typedef struct mtiaTorchFlatOperand {
+    uint64_t data; /* as mtiaTorchOperand */
+    int32_t dtype;
+    int32_t immediate;
+    double fvalue;
+    int64_t ivalue;
+    int64_t stride; /* elements; 0 broadcasts one element */
+} mtiaTorchFlatOperand;
+
+typedef struct mtiaTorchFlatPointwise {
+    int32_t op;
+    int32_t compute;
+    int32_t ndim; /* 0 or 1 */
+    int32_t ninputs;
+    uint64_t numel; /* the size of dimension 0 when ndim is 1 */
+    double f[4];
+    int64_t i[4];
+    mtiaTorchFlatOperand out;
+    mtiaTorchFlatOperand in[MTIA_TORCH_POINTWISE_MAX_INPUTS];
+} mtiaTorchFlatPointwise;
+
+typedef struct mtiaTorchPointwiseBatch {
+    int32_t count; /* 1..MTIA_TORCH_POINTWISE_BATCH_MAX */
+    int32_t reserved;
+    mtiaTorchFlatPointwise items[MTIA_TORCH_POINTWISE_BATCH_MAX];
+} mtiaTorchPointwiseBatch;
+
 #endif /* MTIA_TORCH_POINTWISE_PARAMS_H */

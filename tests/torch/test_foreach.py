@@ -1,0 +1,133 @@
+"""The foreach operators (torch._foreach_*) on the device against the CPU, from PyTorch's own foreach
+OpInfo samples (foreach_unary_op_db, foreach_binary_op_db, foreach_pointwise_op_db and lerp): out of
+place and in place, every dtype the device kernels handle, contiguous and non-contiguous lists. The
+device runs them as batched launches of the pointwise kernel (csrc/ops_foreach.cpp); these tests also
+pin what batching must keep: the order of effects when tensors of a list alias, lists that mix
+batched and unbatched problems, and capture in a graph."""
+import os
+import sys
+
+import pytest
+import torch
+import torch_mtia
+from torch.testing._internal import common_methods_invocations as cmi
+from torch.utils._pytree import tree_map
+
+sys.path.insert(0, os.path.dirname(__file__))
+from opinfo_harness import DEV, DEVICE_DTYPES, _DTYPES, _compare, _limit, same_layout_on_device  # noqa: E402
+
+BATCHED = {"_foreach_" + n for n in (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor",
+    "frac", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "rsqrt", "sigmoid",
+    "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "add", "sub", "mul", "div", "addcmul",
+    "addcdiv", "clamp_max", "clamp_min", "maximum", "minimum", "lerp", "pow")}
+
+OPS = [op for op in (cmi.foreach_unary_op_db + cmi.foreach_binary_op_db +
+                     cmi.foreach_pointwise_op_db + cmi.foreach_other_op_db)
+       if op.name in BATCHED]
+
+
+def test_every_batched_operator_has_samples():
+    assert {op.name for op in OPS} == BATCHED
+
+
+def _clone(x):
+    """Copies of x's tensors with their strides (clone() makes a non-dense tensor contiguous)."""
+    def same_strides(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t)
+    return tree_map(same_strides, x)
+
+
+def _run(fn, args, kwargs):
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as e:  # noqa: BLE001 - compared with the other side's
+        return None, e
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("inplace", [False, True], ids=["out_of_place", "in_place"])
+def test_foreach_matches_cpu(op, inplace):
+    fn = op.inplace_variant if inplace else op.op
+    if fn is None:
+        pytest.skip("no such variant")
+    checked = 0
+    for dtype in sorted(op.supported_dtypes("cpu"), key=str):
+        if dtype not in DEVICE_DTYPES or (_DTYPES is not None and dtype not in _DTYPES):
+            continue
+        for noncontiguous in (False, True):
+            samples = _limit(list(op.sample_inputs("cpu", dtype, noncontiguous=noncontiguous)), 4)
+            for i, s in enumerate(samples):
+                where = f"{op.name}{'_' if inplace else ''} {dtype} " \
+                        f"{'non' if noncontiguous else ''}contiguous sample {i}"
+                cpu_args = _clone((s.input, *s.args))
+                dev_args = tree_map(same_layout_on_device, (s.input, *s.args))
+                dev_kwargs = tree_map(same_layout_on_device, s.kwargs)
+                expected, cpu_error = _run(fn, cpu_args, s.kwargs)
+                torch_mtia.reset_fallback_counts()
+                got, dev_error = _run(fn, dev_args, dev_kwargs)
+                if dev_error is None:
+                    torch.mtia.synchronize()
+                assert not torch_mtia.fallback_counts(), f"{where}: CPU fallback"
+                assert (cpu_error is None) == (dev_error is None), \
+                    f"{where}: CPU raised {cpu_error!r}, device raised {dev_error!r}"
+                if cpu_error is not None:
+                    continue
+                if inplace:  # the results are the first list, changed in place
+                    expected, got = cpu_args[0], dev_args[0]
+                _compare(expected, got, True, where)
+                checked += 1
+    assert checked > 0
+
+
+def test_aliased_tensors_keep_the_order_of_effects():
+    # The same tensor three times: each step reads what the previous one wrote.
+    a = torch.randn(7, generator=torch.Generator().manual_seed(0))
+    d = a.to(DEV)
+    torch._foreach_add_([a, a, a], [a, a, a])
+    torch._foreach_add_([d, d, d], [d, d, d])
+    torch.testing.assert_close(d.cpu(), a, rtol=0, atol=0)
+    # One list's output is the next entry's input.
+    x, y = torch.randn(5), torch.randn(5)
+    dx, dy = x.to(DEV), y.to(DEV)
+    torch._foreach_mul_([x, y], [y, x])
+    torch._foreach_mul_([dx, dy], [dy, dx])
+    torch.testing.assert_close((dx.cpu(), dy.cpu()), (x, y), rtol=0, atol=0)
+
+
+def test_more_tensors_than_one_launch_holds_and_mixed_layouts():
+    g = torch.Generator().manual_seed(1)
+    # 40 tensors (three launches' worth), some of them strided views of two dimensions (launched
+    # on their own, between the batched ones).
+    base = [torch.randn(6, 8, generator=g) for _ in range(40)]
+    cpu = [t if k % 7 else t[:, ::2] for k, t in enumerate(base)]
+    dev_base = [t.to(DEV) for t in base]
+    dev = [t if k % 7 else t[:, ::2] for k, t in enumerate(dev_base)]
+    other = [torch.randn(t.shape, generator=g) for t in cpu]
+    torch._foreach_addcmul_(cpu, other, other, value=0.5)
+    torch._foreach_addcmul_(dev, [t.to(DEV) for t in other], [t.to(DEV) for t in other], value=0.5)
+    for c, d in zip(base, dev_base):
+        torch.testing.assert_close(d.cpu(), c)
+
+
+def test_foreach_in_a_captured_graph_replays():
+    xs = [torch.ones(n, device=DEV) for n in (3, 5, 1, 16)]
+    s = torch.mtia.Stream()
+    s.wait_stream(torch.mtia.current_stream())
+    with torch.mtia.stream(s):
+        torch._foreach_mul_(xs, 0.5)  # warm-up, as capture recipes do
+    torch.mtia.current_stream().wait_stream(s)
+    graph = torch.mtia.MTIAGraph()
+    with torch.mtia.graph(graph):
+        torch._foreach_mul_(xs, 0.5)
+        torch._foreach_add_(xs, xs, alpha=2.0)
+    torch.mtia.synchronize()
+    # The warm-up leaves 0.5; capturing runs nothing (as in CUDA); each replay multiplies by
+    # 0.5 and then by 3.
+    graph.replay()
+    graph.replay()
+    torch.mtia.synchronize()
+    for x in xs:
+        torch.testing.assert_close(x.cpu(), torch.full(x.shape, 0.5 * 1.5 * 1.5))
