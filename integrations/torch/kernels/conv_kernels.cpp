@@ -20,39 +20,69 @@ int64_t volume(const int64_t* s) {
     return s[0] * s[1] * s[2];
 }
 
+// The tap (channel, kd, kh, kw) of column-matrix row r, and the output columns ow whose input
+// column iw = ow * stride + off lies inside the input: [lo, hi).
+struct Tap {
+    int64_t c, kd, kh, off, lo, hi;
+};
+
+Tap tapOf(const mtiaTorchConv& p, int64_t r) {
+    const int64_t kvol = volume(p.kernel), khw = p.kernel[1] * p.kernel[2];
+    Tap t{};
+    t.c = r / kvol;
+    const int64_t rest = r % kvol;
+    t.kd = rest / khw;
+    t.kh = (rest % khw) / p.kernel[2];
+    const int64_t kw = rest % p.kernel[2];
+    const int64_t s = p.stride[2], inW = p.inSize[2], outW = p.outSize[2];
+    t.off = kw * p.dilation[2] - p.padding[2];
+    t.lo = t.off >= 0 ? 0 : std::min<int64_t>(outW, (-t.off + s - 1) / s);
+    t.hi = inW - 1 - t.off < 0 ? 0 : std::min<int64_t>(outW, (inW - 1 - t.off) / s + 1);
+    t.hi = std::max(t.hi, t.lo);
+    return t;
+}
+
+// The input row (id, ih) under tap t at output row `row` (od * outH + oh), or -1 in the padding.
+int64_t inputRow(const mtiaTorchConv& p, const Tap& t, int64_t row) {
+    const int64_t oh = row % p.outSize[1], od = row / p.outSize[1];
+    const int64_t id = od * p.stride[0] - p.padding[0] + t.kd * p.dilation[0];
+    const int64_t ih = oh * p.stride[1] - p.padding[1] + t.kh * p.dilation[1];
+    if (id < 0 || id >= p.inSize[0] || ih < 0 || ih >= p.inSize[1]) return -1;
+    return id * p.inSize[1] + ih;
+}
+
 // Rows [r0, r1) and columns [l0, l1) of one image's column matrix, into col (row-major, ld
 // columns): row r = (channel, kd, kh, kw) of the group's channels, column l = output position
-// (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding.
+// (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding. Walks output
+// rows, so the index arithmetic is per row and the inner loop a strided copy.
 template <class T>
 void im2col(const mtiaTorchConv& p, const T* image, int64_t r0, int64_t r1, int64_t l0, int64_t l1,
             T* col, int64_t ld) {
-    const int64_t kvol = volume(p.kernel);
-    const int64_t inVol = volume(p.inSize);
+    const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
+    const int64_t s = p.stride[2];
     for (int64_t r = r0; r < r1; ++r) {
-        const int64_t c = r / kvol;
-        int64_t rest = r % kvol;
-        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
-        rest %= p.kernel[1] * p.kernel[2];
-        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
-        const T* plane = image + c * inVol;
+        const Tap t = tapOf(p, r);
+        const T* plane = image + t.c * inVol;
         T* dst = col + (r - r0) * ld;
-        int64_t ow = l0 % p.outSize[2];
-        int64_t oh = (l0 / p.outSize[2]) % p.outSize[1];
-        int64_t od = l0 / (p.outSize[2] * p.outSize[1]);
-        for (int64_t l = l0; l < l1; ++l) {
-            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
-            const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
-            const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
-            const bool inside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1] &&
-                                iw >= 0 && iw < p.inSize[2];
-            dst[l - l0] = inside ? plane[(id * p.inSize[1] + ih) * p.inSize[2] + iw] : T(0);
-            if (++ow == p.outSize[2]) {
-                ow = 0;
-                if (++oh == p.outSize[1]) {
-                    oh = 0;
-                    ++od;
+        for (int64_t l = l0; l < l1;) {
+            const int64_t row = l / outW, ow0 = l - row * outW;
+            const int64_t ow1 = std::min(outW, ow0 + (l1 - l));
+            T* d = dst + (l - l0);  // d[ow - ow0]: column l of this output row
+            const int64_t in = inputRow(p, t, row);
+            if (in < 0) {
+                for (int64_t ow = ow0; ow < ow1; ++ow) d[ow - ow0] = T(0);
+            } else {
+                const int64_t a = std::clamp(t.lo, ow0, ow1), b = std::clamp(t.hi, a, ow1);
+                const int64_t base = in * inW + t.off;  // + ow * s: never negative for ow >= lo
+                for (int64_t ow = ow0; ow < a; ++ow) d[ow - ow0] = T(0);
+                if (s == 1) {
+                    for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow];
+                } else {
+                    for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow * s];
                 }
+                for (int64_t ow = b; ow < ow1; ++ow) d[ow - ow0] = T(0);
             }
+            l += ow1 - ow0;
         }
     }
 }
@@ -71,29 +101,24 @@ T rounded(const mtiaTorchConv& p, T v) {
 // position it was taken from.
 template <class T>
 void col2im(const mtiaTorchConv& p, const T* col, T* image, int64_t rows) {
-    const int64_t kvol = volume(p.kernel);
-    const int64_t inVol = volume(p.inSize);
-    const int64_t L = volume(p.outSize);
+    const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
+    const int64_t L = volume(p.outSize), outRows = L / outW, s = p.stride[2];
     for (int64_t r = 0; r < rows; ++r) {
-        const int64_t c = r / kvol;
-        int64_t rest = r % kvol;
-        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
-        rest %= p.kernel[1] * p.kernel[2];
-        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
-        T* plane = image + c * inVol;
+        const Tap t = tapOf(p, r);
+        T* plane = image + t.c * inVol;
         const T* src = col + r * L;
-        int64_t l = 0;
-        for (int64_t od = 0; od < p.outSize[0]; ++od) {
-            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
-            for (int64_t oh = 0; oh < p.outSize[1]; ++oh) {
-                const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
-                const bool rowInside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1];
-                T* irow = plane + (id * p.inSize[1] + ih) * p.inSize[2];
-                for (int64_t ow = 0; ow < p.outSize[2]; ++ow, ++l) {
-                    const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
-                    if (rowInside && iw >= 0 && iw < p.inSize[2])
-                        irow[iw] = rounded(p, irow[iw] + src[l]);
-                }
+        for (int64_t row = 0; row < outRows; ++row) {
+            const int64_t in = inputRow(p, t, row);
+            if (in < 0) continue;
+            const int64_t base = in * inW + t.off;
+            const T* srow = src + row * outW;
+            if (p.roundTo != 0) {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow)
+                    plane[base + ow * s] = rounded(p, plane[base + ow * s] + srow[ow]);
+            } else if (s == 1) {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow) plane[base + ow] += srow[ow];
+            } else {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow) plane[base + ow * s] += srow[ow];
             }
         }
     }

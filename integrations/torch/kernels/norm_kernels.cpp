@@ -26,7 +26,7 @@ void st(uint64_t data, int64_t i, int32_t dtype, double v) {
 }
 // v rounded to dtype (a no-op for float64).
 double roundAs(double v, int32_t dtype) {
-    char tmp[8];
+    char tmp[8] = {};
     storeDouble(tmp, dtype, v);
     return loadDouble(tmp, dtype);
 }
@@ -141,6 +141,125 @@ struct ChannelWalk {
         }
     }
 };
+
+// Whether strides are those of a contiguous (N, C, ...) tensor of sizes (size-1 dims aside).
+bool contiguousNchw(const mtiaTorchBatchNorm& p, const int64_t* strides) {
+    int64_t expect = 1;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+        if (p.sizes[d] != 1 && strides[d] != expect) return false;
+        expect *= p.sizes[d];
+    }
+    return true;
+}
+
+// The float32 contiguous (N, C, ...) case, the common one: typed loops over each image's plane of
+// the channel, the same arithmetic as batchNormChannel (double statistics and double per-element
+// math, rounded once at the store), with the sums split over four partial sums so that they do
+// not wait on one another.
+struct FloatPlanes {
+    int64_t batch, plane, image;  // images, elements per channel plane, elements per image
+    template <class F>
+    double sum(int64_t c, F&& f) const {
+        double s[4] = {0, 0, 0, 0};
+        for (int64_t n = 0; n < batch; ++n) {
+            const int64_t base = n * image + c * plane;
+            int64_t i = 0;
+            for (; i + 4 <= plane; i += 4)
+                for (int k = 0; k < 4; ++k) s[k] += f(base + i + k);
+            for (; i < plane; ++i) s[0] += f(base + i);
+        }
+        return (s[0] + s[1]) + (s[2] + s[3]);
+    }
+    template <class F>
+    void each(int64_t c, F&& f) const {
+        for (int64_t n = 0; n < batch; ++n) {
+            const int64_t base = n * image + c * plane;
+            for (int64_t i = base; i < base + plane; ++i) f(i);
+        }
+    }
+};
+
+bool batchNormFloatFast(const mtiaTorchBatchNorm& p) {
+    const bool forward = p.op != mtiaTorchBatchNormBackward;
+    if (p.xDtype != mtiaTorchFloat32 || !contiguousNchw(p, p.xStrides)) return false;
+    if (forward) return p.yDtype == mtiaTorchFloat32 && contiguousNchw(p, p.yStrides);
+    if (p.gDtype != mtiaTorchFloat32 || !contiguousNchw(p, p.gStrides)) return false;
+    return !p.gradInput || (p.gxDtype == mtiaTorchFloat32 && contiguousNchw(p, p.gxStrides));
+}
+
+void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
+    FloatPlanes planes{p.sizes[0], 1, 0};
+    for (int d = 2; d < p.ndim; ++d) planes.plane *= p.sizes[d];
+    planes.image = planes.plane * p.sizes[1];
+    const double count = static_cast<double>(planes.batch * planes.plane);
+    const double w = param(p.weight, c, p.wDtype, 1.0);
+    const auto* x = reinterpret_cast<const float*>(p.x);
+    if (p.op == mtiaTorchBatchNormTrain || p.op == mtiaTorchBatchNormEval) {
+        auto* y = reinterpret_cast<float*>(p.y);
+        double mean, invstd;
+        if (p.op == mtiaTorchBatchNormTrain) {
+            mean = planes.sum(c, [&](int64_t i) { return static_cast<double>(x[i]); }) / count;
+            double m2 = planes.sum(c, [&](int64_t i) {
+                const double d = x[i] - mean;
+                return d * d;
+            });
+            m2 = roundAs(m2, p.saveDtype);
+            const double var = roundAs(m2 / count, p.saveDtype);
+            invstd = 1.0 / std::sqrt(var + p.eps);
+            st(p.saveMean, c, p.saveDtype, mean);
+            st(p.saveInvstd, c, p.saveDtype, invstd);
+            mean = ld(p.saveMean, c, p.saveDtype);
+            invstd = ld(p.saveInvstd, c, p.saveDtype);
+            if (p.runningMean) {
+                st(p.runningMean, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * mean);
+            }
+            if (p.runningVar) {
+                const double unbiased = m2 / (count - 1);
+                st(p.runningVar, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * unbiased);
+            }
+        } else {
+            mean = ld(p.runningMean, c, p.runDtype);
+            invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+        }
+        const double b = param(p.bias, c, p.wDtype, 0.0);
+        planes.each(c, [&](int64_t i) {
+            y[i] = static_cast<float>((static_cast<double>(x[i]) - mean) * invstd * w + b);
+        });
+        return;
+    }
+    const auto* g = reinterpret_cast<const float*>(p.gradOut);
+    double mean, invstd;
+    if (p.train) {
+        mean = ld(p.saveMean, c, p.saveDtype);
+        invstd = ld(p.saveInvstd, c, p.saveDtype);
+    } else {
+        mean = ld(p.runningMean, c, p.runDtype);
+        invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+    }
+    const double sumDy = planes.sum(c, [&](int64_t i) { return static_cast<double>(g[i]); });
+    const double dot = planes.sum(c, [&](int64_t i) {
+        return static_cast<double>(g[i]) * (static_cast<double>(x[i]) - mean);
+    });
+    if (p.gradInput) {
+        auto* gx = reinterpret_cast<float*>(p.gradInput);
+        if (p.train) {
+            const double k = dot * invstd * invstd / count, gm = sumDy / count;
+            planes.each(c, [&](int64_t i) {
+                gx[i] = static_cast<float>(
+                    (static_cast<double>(g[i]) - gm - (static_cast<double>(x[i]) - mean) * k) *
+                    invstd * w);
+            });
+        } else {
+            planes.each(c, [&](int64_t i) {
+                gx[i] = static_cast<float>(static_cast<double>(g[i]) * invstd * w);
+            });
+        }
+    }
+    if (p.gradWeight) st(p.gradWeight, c, p.gwDtype, dot * invstd);
+    if (p.gradBias) st(p.gradBias, c, p.gwDtype, sumDy);
+}
 
 void batchNormChannel(const mtiaTorchBatchNorm& p, int64_t c) {
     double count = 1;
@@ -289,5 +408,12 @@ MTIA_SIM_KERNEL(mtia_torch_batch_norm) {
     const Range r = blockRange(ctx, static_cast<uint64_t>(p.sizes[1]));
     if (r.begin >= r.end) return;
     if (!batchNormOperandsOk(ctx, p)) return;
-    for (uint64_t c = r.begin; c < r.end; ++c) batchNormChannel(p, static_cast<int64_t>(c));
+    const bool fast = batchNormFloatFast(p);
+    for (uint64_t c = r.begin; c < r.end; ++c) {
+        if (fast) {
+            batchNormChannelFloat(p, static_cast<int64_t>(c));
+        } else {
+            batchNormChannel(p, static_cast<int64_t>(c));
+        }
+    }
 }
