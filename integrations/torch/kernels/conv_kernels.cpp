@@ -7,7 +7,9 @@
 #include "conv_params.h"
 #include "dtype_access.h"
 
+#include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -42,13 +44,65 @@ Tap tapOf(const mtiaTorchConv& p, int64_t r) {
     return t;
 }
 
+// Per launch: every column-matrix row's tap, and every output row's (od * stride - padding,
+// oh * stride - padding), so that the loops below divide nothing.
+struct Taps {
+    std::vector<Tap> taps;
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    Taps(const mtiaTorchConv& p, int64_t K) {
+        // Built by walking (channel, kd, kh, kw) in row order: int64 division is slow here.
+        taps.reserve(static_cast<size_t>(K));
+        const Tap first = tapOf(p, 0);  // column ranges depend on kw only
+        std::vector<Tap> byKw(static_cast<size_t>(p.kernel[2]), first);
+        for (int64_t kw = 0; kw < p.kernel[2]; ++kw) byKw[static_cast<size_t>(kw)] = tapOf(p, kw);
+        for (int64_t c = 0; static_cast<int64_t>(taps.size()) < K; ++c)
+            for (int64_t kd = 0; kd < p.kernel[0]; ++kd)
+                for (int64_t kh = 0; kh < p.kernel[1]; ++kh)
+                    for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+                        Tap t = byKw[static_cast<size_t>(kw)];
+                        t.c = c;
+                        t.kd = kd;
+                        t.kh = kh;
+                        taps.push_back(t);
+                    }
+        rows.reserve(static_cast<size_t>(p.outSize[0] * p.outSize[1]));
+        for (int64_t od = 0; od < p.outSize[0]; ++od)
+            for (int64_t oh = 0; oh < p.outSize[1]; ++oh)
+                rows.emplace_back(od * p.stride[0] - p.padding[0], oh * p.stride[1] - p.padding[1]);
+    }
+};
+
 // The input row (id, ih) under tap t at output row `row` (od * outH + oh), or -1 in the padding.
-int64_t inputRow(const mtiaTorchConv& p, const Tap& t, int64_t row) {
-    const int64_t oh = row % p.outSize[1], od = row / p.outSize[1];
-    const int64_t id = od * p.stride[0] - p.padding[0] + t.kd * p.dilation[0];
-    const int64_t ih = oh * p.stride[1] - p.padding[1] + t.kh * p.dilation[1];
+int64_t inputRow(const mtiaTorchConv& p, const Taps& g, const Tap& t, int64_t row) {
+    const auto& [d0, h0] = g.rows[static_cast<size_t>(row)];
+    const int64_t id = d0 + t.kd * p.dilation[0], ih = h0 + t.kh * p.dilation[1];
     if (id < 0 || id >= p.inSize[0] || ih < 0 || ih >= p.inSize[1]) return -1;
     return id * p.inSize[1] + ih;
+}
+
+// One whole column-matrix row of tap t for im2col's flat case (unit strides, inW == outW, one
+// depth): rows of the output whose input row is inside get the input rows shifted by t.off,
+// copied as one span; the columns that shift wrapped into a neighbouring row, and the rows in the
+// padding, are zeros.
+template <class T>
+void im2colFlat(const mtiaTorchConv& p, const Tap& t, const T* plane, T* dst) {
+    const int64_t outH = p.outSize[1], W = p.outSize[2];
+    const int64_t shift = t.kh * p.dilation[1] - p.padding[1];  // ih = oh + shift
+    const int64_t ohA = std::clamp<int64_t>(-shift, 0, outH);
+    const int64_t ohB = std::clamp<int64_t>(p.inSize[1] - shift, ohA, outH);
+    if (ohA == ohB || t.lo >= t.hi) {
+        std::fill_n(dst, outH * W, T(0));
+        return;
+    }
+    std::fill_n(dst, ohA * W + t.lo, T(0));
+    const int64_t first = ohA * W + t.lo, last = (ohB - 1) * W + t.hi;
+    const T* src = plane + (ohA + shift) * W + t.lo + t.off;  // inside the plane: lo + off >= 0
+    for (int64_t j = 0; j < last - first; ++j) dst[first + j] = src[j];
+    for (int64_t oh = ohA; oh + 1 < ohB; ++oh) {
+        for (int64_t ow = t.hi; ow < W; ++ow) dst[oh * W + ow] = T(0);
+        for (int64_t ow = 0; ow < t.lo; ++ow) dst[(oh + 1) * W + ow] = T(0);
+    }
+    std::fill_n(dst + last, outH * W - last, T(0));
 }
 
 // Rows [r0, r1) and columns [l0, l1) of one image's column matrix, into col (row-major, ld
@@ -56,31 +110,37 @@ int64_t inputRow(const mtiaTorchConv& p, const Tap& t, int64_t row) {
 // (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding. Walks output
 // rows, so the index arithmetic is per row and the inner loop a strided copy.
 template <class T>
-void im2col(const mtiaTorchConv& p, const T* image, int64_t r0, int64_t r1, int64_t l0, int64_t l1,
-            T* col, int64_t ld) {
+void im2col(const mtiaTorchConv& p, const Taps& g, const T* image, int64_t r0, int64_t r1,
+            int64_t l0, int64_t l1, T* col, int64_t ld) {
     const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
     const int64_t s = p.stride[2];
+    // A 1- or 2-d convolution of unit stride whose output rows are as wide as the input's, over
+    // whole rows: a tap's column-matrix row is the input plane shifted, copied as one span.
+    const bool flat = l0 == 0 && l1 == volume(p.outSize) && p.outSize[0] == 1 && p.inSize[0] == 1 &&
+                      p.kernel[0] == 1 && p.padding[0] == 0 && p.stride[1] == 1 && s == 1 &&
+                      inW == outW;
     for (int64_t r = r0; r < r1; ++r) {
-        const Tap t = tapOf(p, r);
+        const Tap& t = g.taps[static_cast<size_t>(r)];
         const T* plane = image + t.c * inVol;
         T* dst = col + (r - r0) * ld;
-        for (int64_t l = l0; l < l1;) {
-            const int64_t row = l / outW, ow0 = l - row * outW;
+        if (flat) {
+            im2colFlat(p, t, plane, dst);
+            continue;
+        }
+        // Zeros first (the padding), then only the spans inside the input are copied.
+        std::fill_n(dst, l1 - l0, T(0));
+        for (int64_t l = l0, row = l0 / outW, ow0 = l0 - row * outW; l < l1; ++row, ow0 = 0) {
             const int64_t ow1 = std::min(outW, ow0 + (l1 - l));
             T* d = dst + (l - l0);  // d[ow - ow0]: column l of this output row
-            const int64_t in = inputRow(p, t, row);
-            if (in < 0) {
-                for (int64_t ow = ow0; ow < ow1; ++ow) d[ow - ow0] = T(0);
-            } else {
+            const int64_t in = inputRow(p, g, t, row);
+            if (in >= 0) {
                 const int64_t a = std::clamp(t.lo, ow0, ow1), b = std::clamp(t.hi, a, ow1);
                 const int64_t base = in * inW + t.off;  // + ow * s: never negative for ow >= lo
-                for (int64_t ow = ow0; ow < a; ++ow) d[ow - ow0] = T(0);
                 if (s == 1) {
                     for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow];
                 } else {
                     for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow * s];
                 }
-                for (int64_t ow = b; ow < ow1; ++ow) d[ow - ow0] = T(0);
             }
             l += ow1 - ow0;
         }
@@ -100,15 +160,15 @@ T rounded(const mtiaTorchConv& p, T v) {
 // Adds every element of one image's column matrix (all rows, all columns) back to the input
 // position it was taken from.
 template <class T>
-void col2im(const mtiaTorchConv& p, const T* col, T* image, int64_t rows) {
+void col2im(const mtiaTorchConv& p, const Taps& g, const T* col, T* image, int64_t rows) {
     const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
     const int64_t L = volume(p.outSize), outRows = L / outW, s = p.stride[2];
     for (int64_t r = 0; r < rows; ++r) {
-        const Tap t = tapOf(p, r);
+        const Tap& t = g.taps[static_cast<size_t>(r)];
         T* plane = image + t.c * inVol;
         const T* src = col + r * L;
         for (int64_t row = 0; row < outRows; ++row) {
-            const int64_t in = inputRow(p, t, row);
+            const int64_t in = inputRow(p, g, t, row);
             if (in < 0) continue;
             const int64_t base = in * inW + t.off;
             const T* srow = src + row * outW;
@@ -142,6 +202,8 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
     auto* output = reinterpret_cast<T*>(p.output);
     const bool identity = identityColumns(p);
     std::vector<T> col;
+    std::optional<Taps> taps;
+    if (!identity && p.op != mtiaTorchConvGradBias) taps.emplace(p, K);
     switch (p.op) {
     case mtiaTorchConvForward: {
         const int64_t per = (L + p.chunks - 1) / p.chunks;
@@ -158,7 +220,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
             int64_t ldCol = L;
             if (!identity) {
                 col.resize(static_cast<size_t>(K * (l1 - l0)));
-                im2col(p, image, 0, K, l0, l1, col.data(), l1 - l0);
+                im2col(p, *taps, image, 0, K, l0, l1, col.data(), l1 - l0);
                 cols = col.data();
                 ldCol = l1 - l0;
             }
@@ -194,7 +256,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
                 if (p.roundTo != 0)
                     for (T& v : col) v = rounded(p, v);
                 for (int64_t i = 0; i < cg * inVol; ++i) image[i] = 0;
-                col2im(p, col.data(), image, K);
+                col2im(p, *taps, col.data(), image, K);
             }
             // A transposed convolution's forward is this computation, plus its bias.
             if (bias != nullptr)
@@ -220,7 +282,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
                 const T* cols = image + r0 * L;
                 if (!identity) {
                     col.resize(static_cast<size_t>((r1 - r0) * L));
-                    im2col(p, image, r0, r1, 0, L, col.data(), L);
+                    im2col(p, *taps, image, r0, r1, 0, L, col.data(), L);
                     cols = col.data();
                 }
                 const MatView<const T> colT = MatView<const T>{cols, r1 - r0, L, L, 1}.transposed();
@@ -235,12 +297,17 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
     case mtiaTorchConvGradBias: {
         const Range items = blockRange(ctx, static_cast<uint64_t>(p.outChannels));
         for (uint64_t o = items.begin; o < items.end; ++o) {
-            T sum = 0;
+            // Eight partial sums (the CPU's vectorised sum splits its accumulation too).
+            T part[8] = {};
             for (int64_t n = 0; n < p.batch; ++n) {
                 const T* grad = output + (n * p.outChannels + static_cast<int64_t>(o)) * L;
-                for (int64_t l = 0; l < L; ++l) sum += grad[l];
+                int64_t l = 0;
+                for (; l + 8 <= L; l += 8)
+                    for (int k = 0; k < 8; ++k) part[k] += grad[l + k];
+                for (; l < L; ++l) part[0] += grad[l];
             }
-            bias[o] = sum;
+            bias[o] = ((part[0] + part[1]) + (part[2] + part[3])) +
+                      ((part[4] + part[5]) + (part[6] + part[7]));
         }
         break;
     }

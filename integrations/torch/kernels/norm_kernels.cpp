@@ -5,6 +5,8 @@
 #include "dtype_access.h"
 #include "norm_params.h"
 
+#include <utility>
+
 namespace {
 
 using namespace mtia_kernels;
@@ -153,9 +155,9 @@ bool contiguousNchw(const mtiaTorchBatchNorm& p, const int64_t* strides) {
 }
 
 // The float32 contiguous (N, C, ...) case, the common one: typed loops over each image's plane of
-// the channel, the same arithmetic as batchNormChannel (double statistics and double per-element
-// math, rounded once at the store), with the sums split over four partial sums so that they do
-// not wait on one another.
+// the channel. Statistics in double as batchNormChannel's (over four partial sums, so that they do
+// not wait on one another); the per-element transforms in float with per-channel float
+// coefficients, as the CPU's contiguous float kernels compute them.
 struct FloatPlanes {
     int64_t batch, plane, image;  // images, elements per channel plane, elements per image
     template <class F>
@@ -169,6 +171,19 @@ struct FloatPlanes {
             for (; i < plane; ++i) s[0] += f(base + i);
         }
         return (s[0] + s[1]) + (s[2] + s[3]);
+    }
+    // Two sums in one pass: f(i, a, b) adds to both.
+    template <class F>
+    std::pair<double, double> sum2(int64_t c, F&& f) const {
+        double a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0};
+        for (int64_t n = 0; n < batch; ++n) {
+            const int64_t base = n * image + c * plane;
+            int64_t i = 0;
+            for (; i + 4 <= plane; i += 4)
+                for (int k = 0; k < 4; ++k) f(base + i + k, a[k], b[k]);
+            for (; i < plane; ++i) f(base + i, a[0], b[0]);
+        }
+        return {(a[0] + a[1]) + (a[2] + a[3]), (b[0] + b[1]) + (b[2] + b[3])};
     }
     template <class F>
     void each(int64_t c, F&& f) const {
@@ -223,10 +238,11 @@ void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
             mean = ld(p.runningMean, c, p.runDtype);
             invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
         }
-        const double b = param(p.bias, c, p.wDtype, 0.0);
-        planes.each(c, [&](int64_t i) {
-            y[i] = static_cast<float>((static_cast<double>(x[i]) - mean) * invstd * w + b);
-        });
+        // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+        const auto alpha = static_cast<float>(invstd) * static_cast<float>(w);
+        const float beta =
+            static_cast<float>(param(p.bias, c, p.wDtype, 0.0)) - static_cast<float>(mean) * alpha;
+        planes.each(c, [&](int64_t i) { y[i] = x[i] * alpha + beta; });
         return;
     }
     const auto* g = reinterpret_cast<const float*>(p.gradOut);

@@ -110,6 +110,15 @@ void plane(const mtiaTorchPool2d& p, int64_t c) {
         break;
     case mtiaTorchPoolMaxBackward: {
         // input: the gradient of the input (written), output: the gradient of the output.
+        if constexpr (std::is_same_v<T, Acc>) {
+            // Stored as computed: the sums go straight into the gradient.
+            for (int64_t i = 0; i < inPlane; ++i) in[i] = Acc(0);
+            for (int64_t o = 0; o < outPlane; ++o) {
+                const int64_t i = idx[o];
+                if (i >= 0 && i < inPlane) in[i] += out[o];
+            }
+            break;
+        }
         std::vector<Acc> acc(static_cast<size_t>(inPlane), Acc(0));
         for (int64_t o = 0; o < outPlane; ++o) {
             const int64_t i = idx[o];
