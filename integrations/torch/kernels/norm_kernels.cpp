@@ -7,6 +7,10 @@
 
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace {
 
 using namespace mtia_kernels;
@@ -158,32 +162,88 @@ bool contiguousNchw(const mtiaTorchBatchNorm& p, const int64_t* strides) {
 // the channel. Statistics in double as batchNormChannel's (over four partial sums, so that they do
 // not wait on one another); the per-element transforms in float with per-channel float
 // coefficients, as the CPU's contiguous float kernels compute them.
+// GCC/Clang vector types: the kernels are built for baseline x86-64, where the compiler does not
+// vectorise these reductions by itself (it may not reorder the sums).
+using F2 = float __attribute__((vector_size(8)));
+using F4 = float __attribute__((vector_size(16)));
+using D2 = double __attribute__((vector_size(16)));
+
+template <class V>
+V loadVec(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Two floats widened to doubles (one cvtps2pd where SSE2 is there; GCC widens a loaded pair
+// element by element otherwise).
+D2 widenPair(const float* p) {
+#if defined(__SSE2__)
+    D2 v;
+    const __m128d w = _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))));
+    std::memcpy(&v, &w, sizeof v);
+    return v;
+#else
+    return __builtin_convertvector(loadVec<F2>(p), D2);
+#endif
+}
+
 struct FloatPlanes {
     int64_t batch, plane, image;  // images, elements per channel plane, elements per image
-    template <class F>
-    double sum(int64_t c, F&& f) const {
-        double s[4] = {0, 0, 0, 0};
+    // The forward's sum of x (square = false) or of (x - mean)^2, in double over eight lanes.
+    double stat(int64_t c, const float* x, double mean, bool square) const {
+        D2 acc[4] = {};
+        const D2 m = {mean, mean};
+        double tail = 0;
         for (int64_t n = 0; n < batch; ++n) {
-            const int64_t base = n * image + c * plane;
+            const float* xp = x + n * image + c * plane;
             int64_t i = 0;
-            for (; i + 4 <= plane; i += 4)
-                for (int k = 0; k < 4; ++k) s[k] += f(base + i + k);
-            for (; i < plane; ++i) s[0] += f(base + i);
+            for (; i + 8 <= plane; i += 8) {
+                for (int k = 0; k < 4; ++k) {
+                    D2 v = widenPair(xp + i + 2 * k);
+                    if (square) {
+                        v -= m;
+                        v *= v;
+                    }
+                    acc[k] += v;
+                }
+            }
+            for (; i < plane; ++i) {
+                const double d = square ? xp[i] - mean : xp[i];
+                tail += square ? d * d : d;
+            }
         }
-        return (s[0] + s[1]) + (s[2] + s[3]);
+        const D2 s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        return (s[0] + s[1]) + tail;
     }
-    // Two sums in one pass: f(i, a, b) adds to both.
-    template <class F>
-    std::pair<double, double> sum2(int64_t c, F&& f) const {
-        double a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0};
+    // The backward's sums of dy and dy * (x - mean), in one pass: per plane in float over eight
+    // lanes (as the CPU's vectorised float reductions), the planes added in double.
+    std::pair<double, double> gradSums(int64_t c, const float* g, const float* x,
+                                       float mean) const {
+        double sumG = 0, sumD = 0;
+        const F4 m = {mean, mean, mean, mean};
         for (int64_t n = 0; n < batch; ++n) {
-            const int64_t base = n * image + c * plane;
+            const float* gp = g + n * image + c * plane;
+            const float* xp = x + n * image + c * plane;
+            F4 g0 = {}, g1 = {}, d0 = {}, d1 = {};
             int64_t i = 0;
-            for (; i + 4 <= plane; i += 4)
-                for (int k = 0; k < 4; ++k) f(base + i + k, a[k], b[k]);
-            for (; i < plane; ++i) f(base + i, a[0], b[0]);
+            for (; i + 8 <= plane; i += 8) {
+                const F4 ga = loadVec<F4>(gp + i), gb = loadVec<F4>(gp + i + 4);
+                g0 += ga;
+                g1 += gb;
+                d0 += ga * (loadVec<F4>(xp + i) - m);
+                d1 += gb * (loadVec<F4>(xp + i + 4) - m);
+            }
+            const F4 gs = g0 + g1, ds = d0 + d1;
+            float sg = (gs[0] + gs[1]) + (gs[2] + gs[3]), sd = (ds[0] + ds[1]) + (ds[2] + ds[3]);
+            for (; i < plane; ++i) {
+                sg += gp[i];
+                sd += gp[i] * (xp[i] - mean);
+            }
+            sumG += static_cast<double>(sg);
+            sumD += static_cast<double>(sd);
         }
-        return {(a[0] + a[1]) + (a[2] + a[3]), (b[0] + b[1]) + (b[2] + b[3])};
+        return {sumG, sumD};
     }
     template <class F>
     void each(int64_t c, F&& f) const {
@@ -213,11 +273,8 @@ void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
         auto* y = reinterpret_cast<float*>(p.y);
         double mean, invstd;
         if (p.op == mtiaTorchBatchNormTrain) {
-            mean = planes.sum(c, [&](int64_t i) { return static_cast<double>(x[i]); }) / count;
-            double m2 = planes.sum(c, [&](int64_t i) {
-                const double d = x[i] - mean;
-                return d * d;
-            });
+            mean = planes.stat(c, x, 0.0, false) / count;
+            double m2 = planes.stat(c, x, mean, true);
             m2 = roundAs(m2, p.saveDtype);
             const double var = roundAs(m2 / count, p.saveDtype);
             invstd = 1.0 / std::sqrt(var + p.eps);
@@ -254,23 +311,16 @@ void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
         mean = ld(p.runningMean, c, p.runDtype);
         invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
     }
-    const double sumDy = planes.sum(c, [&](int64_t i) { return static_cast<double>(g[i]); });
-    const double dot = planes.sum(c, [&](int64_t i) {
-        return static_cast<double>(g[i]) * (static_cast<double>(x[i]) - mean);
-    });
+    const auto [sumDy, dot] = planes.gradSums(c, g, x, static_cast<float>(mean));
     if (p.gradInput) {
         auto* gx = reinterpret_cast<float*>(p.gradInput);
+        const auto fi = static_cast<float>(invstd), fw = static_cast<float>(w);
         if (p.train) {
-            const double k = dot * invstd * invstd / count, gm = sumDy / count;
-            planes.each(c, [&](int64_t i) {
-                gx[i] = static_cast<float>(
-                    (static_cast<double>(g[i]) - gm - (static_cast<double>(x[i]) - mean) * k) *
-                    invstd * w);
-            });
+            const auto k = static_cast<float>(dot * invstd * invstd / count);
+            const auto gm = static_cast<float>(sumDy / count), fm = static_cast<float>(mean);
+            planes.each(c, [&](int64_t i) { gx[i] = (g[i] - gm - (x[i] - fm) * k) * fi * fw; });
         } else {
-            planes.each(c, [&](int64_t i) {
-                gx[i] = static_cast<float>(static_cast<double>(g[i]) * invstd * w);
-            });
+            planes.each(c, [&](int64_t i) { gx[i] = g[i] * fi * fw; });
         }
     }
     if (p.gradWeight) st(p.gradWeight, c, p.gwDtype, dot * invstd);
