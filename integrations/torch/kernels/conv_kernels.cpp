@@ -12,6 +12,14 @@
 #include <utility>
 #include <vector>
 
+// The zero runs im2col writes are a few elements each: as calls to memset (GCC's loop-to-call
+// rewrite) they cost more than the stores.
+#if defined(__GNUC__) && !defined(__clang__)
+#define MTIA_INLINE_ZEROS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define MTIA_INLINE_ZEROS
+#endif
+
 namespace {
 
 using namespace mtia_kernels;
@@ -85,16 +93,16 @@ int64_t inputRow(const mtiaTorchConv& p, const Taps& g, const Tap& t, int64_t ro
 // copied as one span; the columns that shift wrapped into a neighbouring row, and the rows in the
 // padding, are zeros.
 template <class T>
-void im2colFlat(const mtiaTorchConv& p, const Tap& t, const T* plane, T* dst) {
+MTIA_INLINE_ZEROS void im2colFlat(const mtiaTorchConv& p, const Tap& t, const T* plane, T* dst) {
     const int64_t outH = p.outSize[1], W = p.outSize[2];
     const int64_t shift = t.kh * p.dilation[1] - p.padding[1];  // ih = oh + shift
     const int64_t ohA = std::clamp<int64_t>(-shift, 0, outH);
     const int64_t ohB = std::clamp<int64_t>(p.inSize[1] - shift, ohA, outH);
     if (ohA == ohB || t.lo >= t.hi) {
-        std::fill_n(dst, outH * W, T(0));
+        for (int64_t j = 0; j < outH * W; ++j) dst[j] = T(0);
         return;
     }
-    std::fill_n(dst, ohA * W + t.lo, T(0));
+    for (int64_t j = 0; j < ohA * W + t.lo; ++j) dst[j] = T(0);
     const int64_t first = ohA * W + t.lo, last = (ohB - 1) * W + t.hi;
     const T* src = plane + (ohA + shift) * W + t.lo + t.off;  // inside the plane: lo + off >= 0
     for (int64_t j = 0; j < last - first; ++j) dst[first + j] = src[j];
@@ -102,7 +110,7 @@ void im2colFlat(const mtiaTorchConv& p, const Tap& t, const T* plane, T* dst) {
         for (int64_t ow = t.hi; ow < W; ++ow) dst[oh * W + ow] = T(0);
         for (int64_t ow = 0; ow < t.lo; ++ow) dst[(oh + 1) * W + ow] = T(0);
     }
-    std::fill_n(dst + last, outH * W - last, T(0));
+    for (int64_t j = last; j < outH * W; ++j) dst[j] = T(0);
 }
 
 // Rows [r0, r1) and columns [l0, l1) of one image's column matrix, into col (row-major, ld
