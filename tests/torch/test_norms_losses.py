@@ -193,6 +193,14 @@ def test_nll_loss_checks():
     with pytest.raises(RuntimeError, match="expected target dtype"):
         torch.ops.aten.nll_loss_forward(x, torch.tensor([0, 1, 2], dtype=torch.int32, device=DEV),
                                         None, 1, -100)
+    # An operand left on the CPU is refused on the host (the kernel would fault the device).
+    t = torch.tensor([0, 1, 2], device=DEV)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ops.aten.nll_loss_backward(torch.tensor(1.0, device=DEV), x, t, None, 1, -100,
+                                         torch.tensor(3.0))
+    g = torch.ops.aten.nll_loss_backward(torch.tensor(1.0, device=DEV), x, t, None, 1, -100,
+                                         torch.tensor(3.0, device=DEV))
+    assert g.device == DEV
 
 
 def test_cross_entropy_on_device():

@@ -57,6 +57,22 @@ mtiaTorchConv convParams(int32_t op, at::IntArrayRef inSizes, at::IntArrayRef we
     return p;
 }
 
+// Multiply-adds of the convolution p describes (its forward's, which each gradient matches).
+uint64_t macsOf(const mtiaTorchConv& p) {
+    const int64_t cg = p.inChannels / p.groups;
+    return static_cast<uint64_t>(p.batch * p.outChannels * cg) *
+           static_cast<uint64_t>(p.outSize[0] * p.outSize[1] * p.outSize[2]) *
+           static_cast<uint64_t>(p.kernel[0] * p.kernel[1] * p.kernel[2]);
+}
+
+// Blocks for a launch: about one per 2^20 multiply-adds, at most 16 and at most one per item. A
+// block has a fixed cost (its column-matrix setup), and the engines run a small launch's blocks
+// one after another, so small convolutions take one block.
+uint64_t blocksFor(const mtiaTorchConv& p, uint64_t items) {
+    return std::clamp<uint64_t>(macsOf(p) >> 20, 1,
+                                std::min<uint64_t>(16, std::max<uint64_t>(items, 1)));
+}
+
 void launch(mtiaTorchConv& p, const at::Tensor& input, const at::Tensor& weight,
             const at::Tensor& bias, const at::Tensor& output, uint64_t items) {
     p.input = reinterpret_cast<uint64_t>(input.data_ptr());
@@ -64,7 +80,7 @@ void launch(mtiaTorchConv& p, const at::Tensor& input, const at::Tensor& weight,
     p.bias = bias.defined() ? reinterpret_cast<uint64_t>(bias.data_ptr()) : 0;
     p.output = reinterpret_cast<uint64_t>(output.data_ptr());
     static ModuleKernel kernel("mtia_torch_conv");
-    const uint32_t blocks = static_cast<uint32_t>(std::clamp<uint64_t>(items, 1, 16));
+    const auto blocks = static_cast<uint32_t>(blocksFor(p, items));
     kernel.launch(p, mtiaDim3{blocks, 1, 1});
 }
 
@@ -135,8 +151,9 @@ at::Tensor forward(const Geometry& g, const at::Tensor& input, const at::Tensor&
     // Output positions split into chunks so that a single image still spreads over the engines.
     const int64_t L = spatialVolume(p, p.outSize);
     const int64_t images = p.batch * p.groups;
+    const auto blocks = static_cast<int64_t>(blocksFor(p, 16));
     p.chunks =
-        std::clamp<int64_t>(16 / std::max<int64_t>(images, 1), 1, std::max<int64_t>(L / 64, 1));
+        std::clamp<int64_t>(blocks / std::max<int64_t>(images, 1), 1, std::max<int64_t>(L / 64, 1));
     launch(p, input, weight, bias, out, static_cast<uint64_t>(images * p.chunks));
     return out;
 }
@@ -179,7 +196,8 @@ at::Tensor gradWeight(const Geometry& g, const at::Tensor& input, const at::Tens
                                  g.padding, g.dilation, g.groups, g.type);
     limitOutput(p, grad.sizes().slice(2));
     const int64_t K = (p.inChannels / p.groups) * spatialVolume(p, p.kernel);
-    p.chunks = std::clamp<int64_t>(16 / p.groups, 1, std::max<int64_t>(K / 16, 1));
+    p.chunks = std::clamp<int64_t>(static_cast<int64_t>(blocksFor(p, 16)) / p.groups, 1,
+                                   std::max<int64_t>(K / 16, 1));
     launch(p, input, out, at::Tensor(), grad, static_cast<uint64_t>(p.groups * p.chunks));
     return out;
 }

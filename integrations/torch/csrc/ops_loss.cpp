@@ -127,6 +127,13 @@ at::Tensor nllBackward(const at::Tensor& gradOutIn, const at::Tensor& selfIn,
         twoD ? nll2dGeometry(selfIn, targetIn, weightIn) : nllGeometry(selfIn, targetIn, weightIn);
     TORCH_CHECK(totalWeight.numel() == 1, "expected total_weight to be a single element tensor, ",
                 "got: ", totalWeight.sizes(), " (", totalWeight.numel(), " elements)");
+    // The kernel reads every operand in place: one on another device would fault the device.
+    for (const at::Tensor* t : {&gradOutIn, &targetIn, &weightIn, &totalWeight}) {
+        TORCH_CHECK(!t->defined() || t->device() == selfIn.device(),
+                    "Expected all tensors to be on the same device, but found at least two "
+                    "devices, ",
+                    selfIn.device(), " and ", t->device(), "! (nll_loss_backward)");
+    }
     const bool none = reduction == mtiaTorchReductionNone;
     TORCH_CHECK(!none || gradOutIn.numel() == g.batch * g.spatial,
                 "nll_loss_backward: grad_output of ", gradOutIn.numel(), " elements for ",

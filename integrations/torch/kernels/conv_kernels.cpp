@@ -7,8 +7,18 @@
 #include "conv_params.h"
 #include "dtype_access.h"
 
+#include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
+
+// The zero runs im2col writes are a few elements each: as calls to memset (GCC's loop-to-call
+// rewrite) they cost more than the stores.
+#if defined(__GNUC__) && !defined(__clang__)
+#define MTIA_INLINE_ZEROS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define MTIA_INLINE_ZEROS
+#endif
 
 namespace {
 
@@ -20,39 +30,127 @@ int64_t volume(const int64_t* s) {
     return s[0] * s[1] * s[2];
 }
 
+// The tap (channel, kd, kh, kw) of column-matrix row r, and the output columns ow whose input
+// column iw = ow * stride + off lies inside the input: [lo, hi).
+struct Tap {
+    int64_t c, kd, kh, off, lo, hi;
+};
+
+Tap tapOf(const mtiaTorchConv& p, int64_t r) {
+    const int64_t kvol = volume(p.kernel), khw = p.kernel[1] * p.kernel[2];
+    Tap t{};
+    t.c = r / kvol;
+    const int64_t rest = r % kvol;
+    t.kd = rest / khw;
+    t.kh = (rest % khw) / p.kernel[2];
+    const int64_t kw = rest % p.kernel[2];
+    const int64_t s = p.stride[2], inW = p.inSize[2], outW = p.outSize[2];
+    t.off = kw * p.dilation[2] - p.padding[2];
+    t.lo = t.off >= 0 ? 0 : std::min<int64_t>(outW, (-t.off + s - 1) / s);
+    t.hi = inW - 1 - t.off < 0 ? 0 : std::min<int64_t>(outW, (inW - 1 - t.off) / s + 1);
+    t.hi = std::max(t.hi, t.lo);
+    return t;
+}
+
+// Per launch: every column-matrix row's tap, and every output row's (od * stride - padding,
+// oh * stride - padding), so that the loops below divide nothing.
+struct Taps {
+    std::vector<Tap> taps;
+    std::vector<std::pair<int64_t, int64_t>> rows;
+    Taps(const mtiaTorchConv& p, int64_t K) {
+        // Built by walking (channel, kd, kh, kw) in row order: int64 division is slow here.
+        taps.reserve(static_cast<size_t>(K));
+        const Tap first = tapOf(p, 0);  // column ranges depend on kw only
+        std::vector<Tap> byKw(static_cast<size_t>(p.kernel[2]), first);
+        for (int64_t kw = 0; kw < p.kernel[2]; ++kw) byKw[static_cast<size_t>(kw)] = tapOf(p, kw);
+        for (int64_t c = 0; static_cast<int64_t>(taps.size()) < K; ++c)
+            for (int64_t kd = 0; kd < p.kernel[0]; ++kd)
+                for (int64_t kh = 0; kh < p.kernel[1]; ++kh)
+                    for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+                        Tap t = byKw[static_cast<size_t>(kw)];
+                        t.c = c;
+                        t.kd = kd;
+                        t.kh = kh;
+                        taps.push_back(t);
+                    }
+        rows.reserve(static_cast<size_t>(p.outSize[0] * p.outSize[1]));
+        for (int64_t od = 0; od < p.outSize[0]; ++od)
+            for (int64_t oh = 0; oh < p.outSize[1]; ++oh)
+                rows.emplace_back(od * p.stride[0] - p.padding[0], oh * p.stride[1] - p.padding[1]);
+    }
+};
+
+// The input row (id, ih) under tap t at output row `row` (od * outH + oh), or -1 in the padding.
+int64_t inputRow(const mtiaTorchConv& p, const Taps& g, const Tap& t, int64_t row) {
+    const auto& [d0, h0] = g.rows[static_cast<size_t>(row)];
+    const int64_t id = d0 + t.kd * p.dilation[0], ih = h0 + t.kh * p.dilation[1];
+    if (id < 0 || id >= p.inSize[0] || ih < 0 || ih >= p.inSize[1]) return -1;
+    return id * p.inSize[1] + ih;
+}
+
+// One whole column-matrix row of tap t for im2col's flat case (unit strides, inW == outW, one
+// depth): rows of the output whose input row is inside get the input rows shifted by t.off,
+// copied as one span; the columns that shift wrapped into a neighbouring row, and the rows in the
+// padding, are zeros.
+template <class T>
+MTIA_INLINE_ZEROS void im2colFlat(const mtiaTorchConv& p, const Tap& t, const T* plane, T* dst) {
+    const int64_t outH = p.outSize[1], W = p.outSize[2];
+    const int64_t shift = t.kh * p.dilation[1] - p.padding[1];  // ih = oh + shift
+    const int64_t ohA = std::clamp<int64_t>(-shift, 0, outH);
+    const int64_t ohB = std::clamp<int64_t>(p.inSize[1] - shift, ohA, outH);
+    if (ohA == ohB || t.lo >= t.hi) {
+        for (int64_t j = 0; j < outH * W; ++j) dst[j] = T(0);
+        return;
+    }
+    for (int64_t j = 0; j < ohA * W + t.lo; ++j) dst[j] = T(0);
+    const int64_t first = ohA * W + t.lo, last = (ohB - 1) * W + t.hi;
+    const T* src = plane + (ohA + shift) * W + t.lo + t.off;  // inside the plane: lo + off >= 0
+    for (int64_t j = 0; j < last - first; ++j) dst[first + j] = src[j];
+    for (int64_t oh = ohA; oh + 1 < ohB; ++oh) {
+        for (int64_t ow = t.hi; ow < W; ++ow) dst[oh * W + ow] = T(0);
+        for (int64_t ow = 0; ow < t.lo; ++ow) dst[(oh + 1) * W + ow] = T(0);
+    }
+    for (int64_t j = last; j < outH * W; ++j) dst[j] = T(0);
+}
+
 // Rows [r0, r1) and columns [l0, l1) of one image's column matrix, into col (row-major, ld
 // columns): row r = (channel, kd, kh, kw) of the group's channels, column l = output position
-// (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding.
+// (od, oh, ow); an element is the input under that kernel tap, or 0 in the padding. Walks output
+// rows, so the index arithmetic is per row and the inner loop a strided copy.
 template <class T>
-void im2col(const mtiaTorchConv& p, const T* image, int64_t r0, int64_t r1, int64_t l0, int64_t l1,
-            T* col, int64_t ld) {
-    const int64_t kvol = volume(p.kernel);
-    const int64_t inVol = volume(p.inSize);
+void im2col(const mtiaTorchConv& p, const Taps& g, const T* image, int64_t r0, int64_t r1,
+            int64_t l0, int64_t l1, T* col, int64_t ld) {
+    const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
+    const int64_t s = p.stride[2];
+    // A 1- or 2-d convolution of unit stride whose output rows are as wide as the input's, over
+    // whole rows: a tap's column-matrix row is the input plane shifted, copied as one span.
+    const bool flat = l0 == 0 && l1 == volume(p.outSize) && p.outSize[0] == 1 && p.inSize[0] == 1 &&
+                      p.kernel[0] == 1 && p.padding[0] == 0 && p.stride[1] == 1 && s == 1 &&
+                      inW == outW;
     for (int64_t r = r0; r < r1; ++r) {
-        const int64_t c = r / kvol;
-        int64_t rest = r % kvol;
-        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
-        rest %= p.kernel[1] * p.kernel[2];
-        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
-        const T* plane = image + c * inVol;
+        const Tap& t = g.taps[static_cast<size_t>(r)];
+        const T* plane = image + t.c * inVol;
         T* dst = col + (r - r0) * ld;
-        int64_t ow = l0 % p.outSize[2];
-        int64_t oh = (l0 / p.outSize[2]) % p.outSize[1];
-        int64_t od = l0 / (p.outSize[2] * p.outSize[1]);
-        for (int64_t l = l0; l < l1; ++l) {
-            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
-            const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
-            const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
-            const bool inside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1] &&
-                                iw >= 0 && iw < p.inSize[2];
-            dst[l - l0] = inside ? plane[(id * p.inSize[1] + ih) * p.inSize[2] + iw] : T(0);
-            if (++ow == p.outSize[2]) {
-                ow = 0;
-                if (++oh == p.outSize[1]) {
-                    oh = 0;
-                    ++od;
+        if (flat) {
+            im2colFlat(p, t, plane, dst);
+            continue;
+        }
+        // Zeros first (the padding), then only the spans inside the input are copied.
+        std::fill_n(dst, l1 - l0, T(0));
+        for (int64_t l = l0, row = l0 / outW, ow0 = l0 - row * outW; l < l1; ++row, ow0 = 0) {
+            const int64_t ow1 = std::min(outW, ow0 + (l1 - l));
+            T* d = dst + (l - l0);  // d[ow - ow0]: column l of this output row
+            const int64_t in = inputRow(p, g, t, row);
+            if (in >= 0) {
+                const int64_t a = std::clamp(t.lo, ow0, ow1), b = std::clamp(t.hi, a, ow1);
+                const int64_t base = in * inW + t.off;  // + ow * s: never negative for ow >= lo
+                if (s == 1) {
+                    for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow];
+                } else {
+                    for (int64_t ow = a; ow < b; ++ow) d[ow - ow0] = plane[base + ow * s];
                 }
             }
+            l += ow1 - ow0;
         }
     }
 }
@@ -70,30 +168,25 @@ T rounded(const mtiaTorchConv& p, T v) {
 // Adds every element of one image's column matrix (all rows, all columns) back to the input
 // position it was taken from.
 template <class T>
-void col2im(const mtiaTorchConv& p, const T* col, T* image, int64_t rows) {
-    const int64_t kvol = volume(p.kernel);
-    const int64_t inVol = volume(p.inSize);
-    const int64_t L = volume(p.outSize);
+void col2im(const mtiaTorchConv& p, const Taps& g, const T* col, T* image, int64_t rows) {
+    const int64_t inVol = volume(p.inSize), inW = p.inSize[2], outW = p.outSize[2];
+    const int64_t L = volume(p.outSize), outRows = L / outW, s = p.stride[2];
     for (int64_t r = 0; r < rows; ++r) {
-        const int64_t c = r / kvol;
-        int64_t rest = r % kvol;
-        const int64_t kd = rest / (p.kernel[1] * p.kernel[2]);
-        rest %= p.kernel[1] * p.kernel[2];
-        const int64_t kh = rest / p.kernel[2], kw = rest % p.kernel[2];
-        T* plane = image + c * inVol;
+        const Tap& t = g.taps[static_cast<size_t>(r)];
+        T* plane = image + t.c * inVol;
         const T* src = col + r * L;
-        int64_t l = 0;
-        for (int64_t od = 0; od < p.outSize[0]; ++od) {
-            const int64_t id = od * p.stride[0] - p.padding[0] + kd * p.dilation[0];
-            for (int64_t oh = 0; oh < p.outSize[1]; ++oh) {
-                const int64_t ih = oh * p.stride[1] - p.padding[1] + kh * p.dilation[1];
-                const bool rowInside = id >= 0 && id < p.inSize[0] && ih >= 0 && ih < p.inSize[1];
-                T* irow = plane + (id * p.inSize[1] + ih) * p.inSize[2];
-                for (int64_t ow = 0; ow < p.outSize[2]; ++ow, ++l) {
-                    const int64_t iw = ow * p.stride[2] - p.padding[2] + kw * p.dilation[2];
-                    if (rowInside && iw >= 0 && iw < p.inSize[2])
-                        irow[iw] = rounded(p, irow[iw] + src[l]);
-                }
+        for (int64_t row = 0; row < outRows; ++row) {
+            const int64_t in = inputRow(p, g, t, row);
+            if (in < 0) continue;
+            const int64_t base = in * inW + t.off;
+            const T* srow = src + row * outW;
+            if (p.roundTo != 0) {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow)
+                    plane[base + ow * s] = rounded(p, plane[base + ow * s] + srow[ow]);
+            } else if (s == 1) {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow) plane[base + ow] += srow[ow];
+            } else {
+                for (int64_t ow = t.lo; ow < t.hi; ++ow) plane[base + ow * s] += srow[ow];
             }
         }
     }
@@ -117,6 +210,8 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
     auto* output = reinterpret_cast<T*>(p.output);
     const bool identity = identityColumns(p);
     std::vector<T> col;
+    std::optional<Taps> taps;
+    if (!identity && p.op != mtiaTorchConvGradBias) taps.emplace(p, K);
     switch (p.op) {
     case mtiaTorchConvForward: {
         const int64_t per = (L + p.chunks - 1) / p.chunks;
@@ -133,7 +228,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
             int64_t ldCol = L;
             if (!identity) {
                 col.resize(static_cast<size_t>(K * (l1 - l0)));
-                im2col(p, image, 0, K, l0, l1, col.data(), l1 - l0);
+                im2col(p, *taps, image, 0, K, l0, l1, col.data(), l1 - l0);
                 cols = col.data();
                 ldCol = l1 - l0;
             }
@@ -169,7 +264,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
                 if (p.roundTo != 0)
                     for (T& v : col) v = rounded(p, v);
                 for (int64_t i = 0; i < cg * inVol; ++i) image[i] = 0;
-                col2im(p, col.data(), image, K);
+                col2im(p, *taps, col.data(), image, K);
             }
             // A transposed convolution's forward is this computation, plus its bias.
             if (bias != nullptr)
@@ -195,7 +290,7 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
                 const T* cols = image + r0 * L;
                 if (!identity) {
                     col.resize(static_cast<size_t>((r1 - r0) * L));
-                    im2col(p, image, r0, r1, 0, L, col.data(), L);
+                    im2col(p, *taps, image, r0, r1, 0, L, col.data(), L);
                     cols = col.data();
                 }
                 const MatView<const T> colT = MatView<const T>{cols, r1 - r0, L, L, 1}.transposed();
@@ -210,12 +305,17 @@ void run(const mtiaKernelContext* ctx, const mtiaTorchConv& p) {
     case mtiaTorchConvGradBias: {
         const Range items = blockRange(ctx, static_cast<uint64_t>(p.outChannels));
         for (uint64_t o = items.begin; o < items.end; ++o) {
-            T sum = 0;
+            // Eight partial sums (the CPU's vectorised sum splits its accumulation too).
+            T part[8] = {};
             for (int64_t n = 0; n < p.batch; ++n) {
                 const T* grad = output + (n * p.outChannels + static_cast<int64_t>(o)) * L;
-                for (int64_t l = 0; l < L; ++l) sum += grad[l];
+                int64_t l = 0;
+                for (; l + 8 <= L; l += 8)
+                    for (int k = 0; k < 8; ++k) part[k] += grad[l + k];
+                for (; l < L; ++l) part[0] += grad[l];
             }
-            bias[o] = sum;
+            bias[o] = ((part[0] + part[1]) + (part[2] + part[3])) +
+                      ((part[4] + part[5]) + (part[6] + part[7]));
         }
         break;
     }

@@ -5,6 +5,12 @@
 #include "dtype_access.h"
 #include "norm_params.h"
 
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace {
 
 using namespace mtia_kernels;
@@ -26,7 +32,7 @@ void st(uint64_t data, int64_t i, int32_t dtype, double v) {
 }
 // v rounded to dtype (a no-op for float64).
 double roundAs(double v, int32_t dtype) {
-    char tmp[8];
+    char tmp[8] = {};
     storeDouble(tmp, dtype, v);
     return loadDouble(tmp, dtype);
 }
@@ -141,6 +147,185 @@ struct ChannelWalk {
         }
     }
 };
+
+// Whether strides are those of a contiguous (N, C, ...) tensor of sizes (size-1 dims aside).
+bool contiguousNchw(const mtiaTorchBatchNorm& p, const int64_t* strides) {
+    int64_t expect = 1;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+        if (p.sizes[d] != 1 && strides[d] != expect) return false;
+        expect *= p.sizes[d];
+    }
+    return true;
+}
+
+// The float32 contiguous (N, C, ...) case, the common one: typed loops over each image's plane of
+// the channel. Statistics in double as batchNormChannel's (over four partial sums, so that they do
+// not wait on one another); the per-element transforms in float with per-channel float
+// coefficients, as the CPU's contiguous float kernels compute them.
+// GCC/Clang vector types: the kernels are built for baseline x86-64, where the compiler does not
+// vectorise these reductions by itself (it may not reorder the sums).
+using F2 = float __attribute__((vector_size(8)));
+using F4 = float __attribute__((vector_size(16)));
+using D2 = double __attribute__((vector_size(16)));
+
+template <class V>
+V loadVec(const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Two floats widened to doubles (one cvtps2pd where SSE2 is there; GCC widens a loaded pair
+// element by element otherwise).
+D2 widenPair(const float* p) {
+#if defined(__SSE2__)
+    D2 v;
+    const __m128d w = _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(p))));
+    std::memcpy(&v, &w, sizeof v);
+    return v;
+#else
+    return __builtin_convertvector(loadVec<F2>(p), D2);
+#endif
+}
+
+struct FloatPlanes {
+    int64_t batch, plane, image;  // images, elements per channel plane, elements per image
+    // The forward's sum of x (square = false) or of (x - mean)^2, in double over eight lanes.
+    double stat(int64_t c, const float* x, double mean, bool square) const {
+        D2 acc[4] = {};
+        const D2 m = {mean, mean};
+        double tail = 0;
+        for (int64_t n = 0; n < batch; ++n) {
+            const float* xp = x + n * image + c * plane;
+            int64_t i = 0;
+            for (; i + 8 <= plane; i += 8) {
+                for (int k = 0; k < 4; ++k) {
+                    D2 v = widenPair(xp + i + 2 * k);
+                    if (square) {
+                        v -= m;
+                        v *= v;
+                    }
+                    acc[k] += v;
+                }
+            }
+            for (; i < plane; ++i) {
+                const double d = square ? xp[i] - mean : xp[i];
+                tail += square ? d * d : d;
+            }
+        }
+        const D2 s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        return (s[0] + s[1]) + tail;
+    }
+    // The backward's sums of dy and dy * (x - mean), in one pass: per plane in float over eight
+    // lanes (as the CPU's vectorised float reductions), the planes added in double.
+    std::pair<double, double> gradSums(int64_t c, const float* g, const float* x,
+                                       float mean) const {
+        double sumG = 0, sumD = 0;
+        const F4 m = {mean, mean, mean, mean};
+        for (int64_t n = 0; n < batch; ++n) {
+            const float* gp = g + n * image + c * plane;
+            const float* xp = x + n * image + c * plane;
+            F4 g0 = {}, g1 = {}, d0 = {}, d1 = {};
+            int64_t i = 0;
+            for (; i + 8 <= plane; i += 8) {
+                const F4 ga = loadVec<F4>(gp + i), gb = loadVec<F4>(gp + i + 4);
+                g0 += ga;
+                g1 += gb;
+                d0 += ga * (loadVec<F4>(xp + i) - m);
+                d1 += gb * (loadVec<F4>(xp + i + 4) - m);
+            }
+            const F4 gs = g0 + g1, ds = d0 + d1;
+            float sg = (gs[0] + gs[1]) + (gs[2] + gs[3]), sd = (ds[0] + ds[1]) + (ds[2] + ds[3]);
+            for (; i < plane; ++i) {
+                sg += gp[i];
+                sd += gp[i] * (xp[i] - mean);
+            }
+            sumG += static_cast<double>(sg);
+            sumD += static_cast<double>(sd);
+        }
+        return {sumG, sumD};
+    }
+    template <class F>
+    void each(int64_t c, F&& f) const {
+        for (int64_t n = 0; n < batch; ++n) {
+            const int64_t base = n * image + c * plane;
+            for (int64_t i = base; i < base + plane; ++i) f(i);
+        }
+    }
+};
+
+bool batchNormFloatFast(const mtiaTorchBatchNorm& p) {
+    const bool forward = p.op != mtiaTorchBatchNormBackward;
+    if (p.xDtype != mtiaTorchFloat32 || !contiguousNchw(p, p.xStrides)) return false;
+    if (forward) return p.yDtype == mtiaTorchFloat32 && contiguousNchw(p, p.yStrides);
+    if (p.gDtype != mtiaTorchFloat32 || !contiguousNchw(p, p.gStrides)) return false;
+    return !p.gradInput || (p.gxDtype == mtiaTorchFloat32 && contiguousNchw(p, p.gxStrides));
+}
+
+void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
+    FloatPlanes planes{p.sizes[0], 1, 0};
+    for (int d = 2; d < p.ndim; ++d) planes.plane *= p.sizes[d];
+    planes.image = planes.plane * p.sizes[1];
+    const double count = static_cast<double>(planes.batch * planes.plane);
+    const double w = param(p.weight, c, p.wDtype, 1.0);
+    const auto* x = reinterpret_cast<const float*>(p.x);
+    if (p.op == mtiaTorchBatchNormTrain || p.op == mtiaTorchBatchNormEval) {
+        auto* y = reinterpret_cast<float*>(p.y);
+        double mean, invstd;
+        if (p.op == mtiaTorchBatchNormTrain) {
+            mean = planes.stat(c, x, 0.0, false) / count;
+            double m2 = planes.stat(c, x, mean, true);
+            m2 = roundAs(m2, p.saveDtype);
+            const double var = roundAs(m2 / count, p.saveDtype);
+            invstd = 1.0 / std::sqrt(var + p.eps);
+            st(p.saveMean, c, p.saveDtype, mean);
+            st(p.saveInvstd, c, p.saveDtype, invstd);
+            mean = ld(p.saveMean, c, p.saveDtype);
+            invstd = ld(p.saveInvstd, c, p.saveDtype);
+            if (p.runningMean) {
+                st(p.runningMean, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * mean);
+            }
+            if (p.runningVar) {
+                const double unbiased = m2 / (count - 1);
+                st(p.runningVar, c, p.runDtype,
+                   (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * unbiased);
+            }
+        } else {
+            mean = ld(p.runningMean, c, p.runDtype);
+            invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+        }
+        // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
+        const auto alpha = static_cast<float>(invstd) * static_cast<float>(w);
+        const float beta =
+            static_cast<float>(param(p.bias, c, p.wDtype, 0.0)) - static_cast<float>(mean) * alpha;
+        planes.each(c, [&](int64_t i) { y[i] = x[i] * alpha + beta; });
+        return;
+    }
+    const auto* g = reinterpret_cast<const float*>(p.gradOut);
+    double mean, invstd;
+    if (p.train) {
+        mean = ld(p.saveMean, c, p.saveDtype);
+        invstd = ld(p.saveInvstd, c, p.saveDtype);
+    } else {
+        mean = ld(p.runningMean, c, p.runDtype);
+        invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+    }
+    const auto [sumDy, dot] = planes.gradSums(c, g, x, static_cast<float>(mean));
+    if (p.gradInput) {
+        auto* gx = reinterpret_cast<float*>(p.gradInput);
+        const auto fi = static_cast<float>(invstd), fw = static_cast<float>(w);
+        if (p.train) {
+            const auto k = static_cast<float>(dot * invstd * invstd / count);
+            const auto gm = static_cast<float>(sumDy / count), fm = static_cast<float>(mean);
+            planes.each(c, [&](int64_t i) { gx[i] = (g[i] - gm - (x[i] - fm) * k) * fi * fw; });
+        } else {
+            planes.each(c, [&](int64_t i) { gx[i] = g[i] * fi * fw; });
+        }
+    }
+    if (p.gradWeight) st(p.gradWeight, c, p.gwDtype, dot * invstd);
+    if (p.gradBias) st(p.gradBias, c, p.gwDtype, sumDy);
+}
 
 void batchNormChannel(const mtiaTorchBatchNorm& p, int64_t c) {
     double count = 1;
@@ -289,5 +474,12 @@ MTIA_SIM_KERNEL(mtia_torch_batch_norm) {
     const Range r = blockRange(ctx, static_cast<uint64_t>(p.sizes[1]));
     if (r.begin >= r.end) return;
     if (!batchNormOperandsOk(ctx, p)) return;
-    for (uint64_t c = r.begin; c < r.end; ++c) batchNormChannel(p, static_cast<int64_t>(c));
+    const bool fast = batchNormFloatFast(p);
+    for (uint64_t c = r.begin; c < r.end; ++c) {
+        if (fast) {
+            batchNormChannelFloat(p, static_cast<int64_t>(c));
+        } else {
+            batchNormChannel(p, static_cast<int64_t>(c));
+        }
+    }
 }

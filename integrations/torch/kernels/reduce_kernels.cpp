@@ -168,6 +168,26 @@ double norm(const mtiaTorchReduce& p, const char* base, int size, double (*get)(
     return std::pow(acc, 1.0 / ord);
 }
 
+// Whether the reduced dims are one dense run of elements (as a mean over an image's H and W).
+bool contiguousReduced(const mtiaTorchReduce& p) {
+    int64_t expect = 1;
+    for (int d = p.redDims - 1; d >= 0; --d) {
+        if (p.redSizes[d] != 1 && p.inRedStrides[d] != expect) return false;
+        expect *= p.redSizes[d];
+    }
+    return true;
+}
+
+// Sum of n floats in double over four partial sums (independent chains, not one long one).
+double sumFloats(const float* x, uint64_t n) {
+    double a[4] = {0, 0, 0, 0};
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; ++k) a[k] += x[i + k];
+    for (; i < n; ++i) a[0] += x[i];
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
 template <int32_t D>
 void reduceOne(const mtiaTorchReduce& p, uint64_t o) {
     const int size = elementSize(D);
@@ -180,6 +200,13 @@ void reduceOne(const mtiaTorchReduce& p, uint64_t o) {
     switch (p.op) {
     case mtiaTorchReduceSum:
     case mtiaTorchReduceMean:
+        if constexpr (D == mtiaTorchFloat32) {
+            if (floatOut && contiguousReduced(p)) {
+                const double acc = sumFloats(reinterpret_cast<const float*>(base), p.redNumel);
+                storeDouble(out, p.outDtype, p.op == mtiaTorchReduceMean ? acc / n : acc);
+                break;
+            }
+        }
         if (floatOut) {
             double acc = 0;
             forReduced(p, base, size, [&](const char* e, uint64_t) { acc += getD<D>(e); });
