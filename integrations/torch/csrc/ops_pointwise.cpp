@@ -10,6 +10,7 @@
 // here, which skips that meta pass. The unstructured ones (relu, hardtanh, where, masked_fill_,
 // floor_divide, ...) are registered in every form they have.
 #include "pointwise.h"
+#include "pointwise_ops.h"
 #include "tensor_args.h"
 
 #include <ATen/ExpandUtils.h>
@@ -54,6 +55,19 @@ void setScalarArg(PointwiseSpec& s, int k, const c10::Scalar& v) {
 
 // ---- unary ----
 
+}  // namespace
+
+at::Tensor unary(K kind, const at::Tensor& out, const at::Tensor& self, int32_t op, bool toFloat) {
+    if (op == mtiaTorchPwNeg) {
+        TORCH_CHECK(self.scalar_type() != at::kBool,
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+    }
+    return runPointwise(spec(op, toFloat), kind, out, {self});
+}
+
+namespace {
+
 template <int32_t Op, bool ToFloat>
 at::Tensor& unaryOut(const at::Tensor& self, at::Tensor& out) {
     runPointwise(spec(Op, ToFloat), K::Given, out, {self});
@@ -93,10 +107,8 @@ at::Tensor& roundDecimalsOut(const at::Tensor& self, int64_t decimals, at::Tenso
 }
 
 at::Tensor& negOut(const at::Tensor& self, at::Tensor& out) {
-    TORCH_CHECK(self.scalar_type() != at::kBool,
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                "to invert a mask, use the `~` or `logical_not()` operator instead.");
-    return unaryOut<mtiaTorchPwNeg, false>(self, out);
+    unary(K::Given, out, self, mtiaTorchPwNeg, false);
+    return out;
 }
 
 at::Tensor& absOut(const at::Tensor& self, at::Tensor& out) {
@@ -186,6 +198,8 @@ int64_t reducedKind(at::ScalarType type) {
     return type == at::kHalf ? 1 : (type == at::kBFloat16 ? 2 : 0);
 }
 
+}  // namespace
+
 // add, sub and mul are the most frequent operators of a training step (gradient accumulation, the
 // optimizers' slow paths), so their functional and in-place forms are registered directly too:
 // one pass over the operands instead of PyTorch's meta function, a dispatched allocation and then
@@ -217,6 +231,8 @@ at::Tensor addSub(K kind, const at::Tensor& out, const at::Tensor& self, const a
     return runPointwise(s, kind, out, {self, other});
 }
 
+namespace {
+
 at::Tensor& addOut(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha,
                    at::Tensor& out) {
     addSub(K::Given, out, self, other, alpha, false);
@@ -242,11 +258,15 @@ at::Tensor& subInPlace(at::Tensor& self, const at::Tensor& other, const c10::Sca
     return self;
 }
 
+}  // namespace
+
 at::Tensor mulAny(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other) {
     PointwiseSpec s = spec(mtiaTorchPwMul);
     s.rightScalarInOpMath = true;
     return runPointwise(s, kind, out, {self, other});
 }
+namespace {
+
 at::Tensor& mulOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
     mulAny(K::Given, out, self, other);
     return out;
@@ -268,6 +288,8 @@ int32_t divOp(std::optional<c10::string_view> mode) {
                 *mode, "'");
 }
 
+}  // namespace
+
 at::Tensor divAny(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
                   std::optional<c10::string_view> mode) {
     PointwiseSpec s = spec(divOp(mode), /*integerToFloat=*/!mode.has_value());
@@ -277,6 +299,8 @@ at::Tensor divAny(K kind, const at::Tensor& out, const at::Tensor& self, const a
     // the device, where the kernel gives -1 (as CUDA does) instead of trapping.
     return runPointwise(s, kind, out, {self, other});
 }
+
+namespace {
 
 at::Tensor& divModeOut(const at::Tensor& self, const at::Tensor& other,
                        std::optional<c10::string_view> mode, at::Tensor& out) {
@@ -393,30 +417,28 @@ at::Tensor& powScalarOut(const c10::Scalar& self, const at::Tensor& exponent, at
     return out;
 }
 
-at::Tensor& lerpScalarOut(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight,
-                          at::Tensor& out) {
+}  // namespace
+
+at::Tensor lerpScalar(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& end,
+                      const c10::Scalar& weight) {
     const at::ScalarType type = commonType({self, end});
     TORCH_CHECK(at::isFloatingType(type), "\"lerp_kernel_scalar\" not implemented for '",
                 c10::toString(type), "'");
     PointwiseSpec s = spec(mtiaTorchPwLerpScalar);
     setScalarArg(s, 0, weight);
-    runPointwise(s, K::Given, out, {self, end});
-    return out;
+    return runPointwise(s, kind, out, {self, end});
 }
 
-at::Tensor& lerpTensorOut(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
-                          at::Tensor& out) {
+at::Tensor lerpTensor(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& end,
+                      const at::Tensor& weight) {
     const at::ScalarType type = commonType({self, end});
     TORCH_CHECK(at::isFloatingType(type), "\"lerp_kernel_tensor\" not implemented for '",
                 c10::toString(type), "'");
-    runPointwise(spec(mtiaTorchPwLerpTensor), K::Given, out, {self, end, weight});
-    return out;
+    return runPointwise(spec(mtiaTorchPwLerpTensor), kind, out, {self, end, weight});
 }
 
-// ---- ternary ----
-
-at::Tensor& addcmulOut(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
-                       const c10::Scalar& value, at::Tensor& out) {
+at::Tensor addcmul(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& t1,
+                   const at::Tensor& t2, const c10::Scalar& value) {
     PointwiseSpec s = spec(mtiaTorchPwAddcmul);
     const at::ScalarType type = commonType({self, t1, t2});
     refuseBool(type, "addcmul_cpu_out");
@@ -425,12 +447,11 @@ at::Tensor& addcmulOut(const at::Tensor& self, const at::Tensor& t1, const at::T
     } else {
         setScalarArg(s, 0, value);
     }
-    runPointwise(s, K::Given, out, {self, t1, t2});
-    return out;
+    return runPointwise(s, kind, out, {self, t1, t2});
 }
 
-at::Tensor& addcdivOut(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
-                       const c10::Scalar& value, at::Tensor& out) {
+at::Tensor addcdiv(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& t1,
+                   const at::Tensor& t2, const c10::Scalar& value) {
     TORCH_CHECK(
         !(at::isIntegralType(t1.scalar_type(), true) && at::isIntegralType(t2.scalar_type(), true)),
         "Integer division with addcdiv is no longer supported, and in a future release "
@@ -442,7 +463,34 @@ at::Tensor& addcdivOut(const at::Tensor& self, const at::Tensor& t1, const at::T
     PointwiseSpec s = spec(mtiaTorchPwAddcdiv);
     const at::ScalarType type = commonType({self, t1, t2});
     s.f[0] = alphaIn(at::isReducedFloatingType(type) ? at::kFloat : type, value);
-    runPointwise(s, K::Given, out, {self, t1, t2});
+    return runPointwise(s, kind, out, {self, t1, t2});
+}
+
+namespace {
+
+at::Tensor& lerpScalarOut(const at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight,
+                          at::Tensor& out) {
+    lerpScalar(K::Given, out, self, end, weight);
+    return out;
+}
+
+at::Tensor& lerpTensorOut(const at::Tensor& self, const at::Tensor& end, const at::Tensor& weight,
+                          at::Tensor& out) {
+    lerpTensor(K::Given, out, self, end, weight);
+    return out;
+}
+
+// ---- ternary ----
+
+at::Tensor& addcmulOut(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                       const c10::Scalar& value, at::Tensor& out) {
+    addcmul(K::Given, out, self, t1, t2, value);
+    return out;
+}
+
+at::Tensor& addcdivOut(const at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                       const c10::Scalar& value, at::Tensor& out) {
+    addcdiv(K::Given, out, self, t1, t2, value);
     return out;
 }
 
