@@ -1,7 +1,8 @@
 // Layer norm and batch norm, forward and backward, on the simulated device. Statistics are
-// computed in double (the CPU's float accumulation for float32, half and bfloat16 is no wider)
-// with two passes (mean, then squared deviations), and the variance is the biased one, as the CPU
-// normalises; the running variance takes the unbiased estimate, as the CPU's.
+// computed (outside the float32 and float64 fast paths of layer norm) in double (the CPU's float
+// accumulation for float32, half and bfloat16 is no wider) with two passes (mean, then squared
+// deviations), and the variance is the biased one, as the CPU normalises; the running variance
+// takes the unbiased estimate, as the CPU's.
 #include "dtype_access.h"
 #include "norm_params.h"
 
@@ -89,6 +90,115 @@ void layerNormColumn(const mtiaTorchLayerNorm& p, int64_t j) {
     }
     if (p.gradWeight) st(p.gradWeight, j, p.wDtype, gw);
     if (p.gradBias) st(p.gradBias, j, p.wDtype, gb);
+}
+
+// The fast path: every operand float32, or every one float64 (the CPU's float32 layer norm computes
+// its statistics and gradients in float, not wider). Typed loops, the sums over four accumulators
+// (one vector for float), statistics in two passes.
+bool layerNormAllOf(const mtiaTorchLayerNorm& p, int32_t dtype) {
+    if (p.xDtype != dtype) return false;
+    if ((p.weight || p.bias || p.gradWeight || p.gradBias) && p.wDtype != dtype) return false;
+    if ((p.mean || p.rstd) && p.statDtype != dtype) return false;
+    if (p.y && p.yDtype != dtype) return false;
+    return !p.gradOut || p.gDtype == dtype;
+}
+
+// sum over j < n of f(j), over four accumulators.
+template <class T, class F>
+T sum4(int64_t n, F&& f) {
+    T acc[4] = {};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        for (int k = 0; k < 4; ++k) acc[k] += f(j + k);
+    }
+    T sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (; j < n; ++j) sum += f(j);
+    return sum;
+}
+
+template <class T>
+void layerNormRowsTyped(const mtiaTorchLayerNorm& p, Range range) {
+    const int64_t n = p.cols;
+    const T inv = T(1) / static_cast<T>(n);
+    const auto* w = reinterpret_cast<const T*>(p.weight);
+    const auto* b = reinterpret_cast<const T*>(p.bias);
+    for (uint64_t i = range.begin; i < range.end; ++i) {
+        const auto r = static_cast<int64_t>(i);
+        const T* x = reinterpret_cast<const T*>(p.x) + r * n;
+        T* y = reinterpret_cast<T*>(p.y) + r * n;
+        if (p.op == mtiaTorchLayerNormForward) {
+            const T mean = sum4<T>(n, [&](int64_t j) { return x[j]; }) * inv;
+            const T m2 = sum4<T>(n, [&](int64_t j) {
+                const T d = x[j] - mean;
+                return d * d;
+            });
+            const T rstd = T(1) / std::sqrt(m2 * inv + static_cast<T>(p.eps));
+            if (w && b) {
+                for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * w[j] + b[j];
+            } else if (w) {
+                for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * w[j];
+            } else if (b) {
+                for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd + b[j];
+            } else {
+                for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd;
+            }
+            if (p.mean) reinterpret_cast<T*>(p.mean)[r] = mean;
+            if (p.rstd) reinterpret_cast<T*>(p.rstd)[r] = rstd;
+            continue;
+        }
+        const T* g = reinterpret_cast<const T*>(p.gradOut) + r * n;
+        const T mean = reinterpret_cast<const T*>(p.mean)[r];
+        const T rstd = reinterpret_cast<const T*>(p.rstd)[r];
+        T sa, saxhat;
+        if (w) {
+            sa = sum4<T>(n, [&](int64_t j) { return g[j] * w[j]; });
+            saxhat = sum4<T>(n, [&](int64_t j) { return g[j] * w[j] * ((x[j] - mean) * rstd); });
+        } else {
+            sa = sum4<T>(n, [&](int64_t j) { return g[j]; });
+            saxhat = sum4<T>(n, [&](int64_t j) { return g[j] * ((x[j] - mean) * rstd); });
+        }
+        const T ma = sa * inv, mx = saxhat * inv;
+        if (w) {
+            for (int64_t j = 0; j < n; ++j)
+                y[j] = rstd * (g[j] * w[j] - ma - (x[j] - mean) * rstd * mx);
+        } else {
+            for (int64_t j = 0; j < n; ++j) y[j] = rstd * (g[j] - ma - (x[j] - mean) * rstd * mx);
+        }
+    }
+}
+
+// gradWeight and gradBias of the columns in range: the rows added one after another, each as a
+// contiguous loop over the columns.
+template <class T>
+void layerNormColumnsTyped(const mtiaTorchLayerNorm& p, Range range) {
+    const auto c0 = static_cast<int64_t>(range.begin), c1 = static_cast<int64_t>(range.end);
+    auto* gw = reinterpret_cast<T*>(p.gradWeight);
+    auto* gb = reinterpret_cast<T*>(p.gradBias);
+    for (int64_t j = c0; j < c1; ++j) {
+        if (gw) gw[j] = 0;
+        if (gb) gb[j] = 0;
+    }
+    for (int64_t r = 0; r < p.rows; ++r) {
+        const T* x = reinterpret_cast<const T*>(p.x) + r * p.cols;
+        const T* g = reinterpret_cast<const T*>(p.gradOut) + r * p.cols;
+        const T mean = reinterpret_cast<const T*>(p.mean)[r];
+        const T rstd = reinterpret_cast<const T*>(p.rstd)[r];
+        if (gw) {
+            for (int64_t j = c0; j < c1; ++j) gw[j] += g[j] * ((x[j] - mean) * rstd);
+        }
+        if (gb) {
+            for (int64_t j = c0; j < c1; ++j) gb[j] += g[j];
+        }
+    }
+}
+
+template <class T>
+void layerNormTyped(const mtiaTorchLayerNorm& p, Range range) {
+    if (p.op == mtiaTorchLayerNormBackwardParams) {
+        layerNormColumnsTyped<T>(p, range);
+    } else {
+        layerNormRowsTyped<T>(p, range);
+    }
 }
 
 bool layerNormOperandsOk(const mtiaKernelContext* ctx, const mtiaTorchLayerNorm& p) {
@@ -452,6 +562,14 @@ MTIA_SIM_KERNEL(mtia_torch_layer_norm) {
     const Range r = blockRange(ctx, static_cast<uint64_t>(columns ? p.cols : p.rows));
     if (r.begin >= r.end) return;
     if (!layerNormOperandsOk(ctx, p)) return;
+    if (layerNormAllOf(p, mtiaTorchFloat32)) {
+        layerNormTyped<float>(p, r);
+        return;
+    }
+    if (layerNormAllOf(p, mtiaTorchFloat64)) {
+        layerNormTyped<double>(p, r);
+        return;
+    }
     for (uint64_t i = r.begin; i < r.end; ++i) {
         if (columns) {
             layerNormColumn(p, static_cast<int64_t>(i));

@@ -4,8 +4,10 @@
 // Floating values accumulate in double (at least the CPU's accumulation type: double for float64,
 // float or a cascade for float32, float for half and bfloat16), integers in int64 with wrap-around.
 #include "dtype_access.h"
+#include "fast_exp.h"
 #include "reduce_params.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace {
@@ -446,6 +448,143 @@ void softmaxRow(const mtiaTorchSoftmaxParams& p, int64_t start) {
     }
 }
 
+// The fast path: rows along the innermost dim (inner 1) with input, output and gradient all float32
+// or all float64. Float32 accumulates in float over four lanes (as the CPU's vectorised kernels do,
+// with its float exp); float64 in double with libm's exp, as the CPU.
+inline float lanesSum(Float4 v) {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+inline float rowMax(const float* x, int64_t n) {
+    int64_t j = 0;
+    float mx = -std::numeric_limits<float>::infinity();
+    if (n >= 4) {
+        Float4 m = loadFloat4(x);
+        for (j = 4; j + 4 <= n; j += 4) {
+            const Float4 v = loadFloat4(x + j);
+            // A NaN may be skipped here: its exp makes the sum, and so every output, NaN anyway.
+            m = v > m ? v : m;
+        }
+        mx = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+    }
+    for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
+    return mx;
+}
+
+// sum over j of exp(x[j] - mx), each term also stored to e[j] when e is not null.
+inline float expSum(const float* x, float mx, float* e, int64_t n) {
+    Float4 acc = {};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const Float4 v = fastExp(loadFloat4(x + j) - mx);
+        if (e) storeFloat4(e + j, v);
+        acc += v;
+    }
+    float sum = lanesSum(acc);
+    for (; j < n; ++j) {
+        const float v = fastExp(x[j] - mx);
+        if (e) e[j] = v;
+        sum += v;
+    }
+    return sum;
+}
+
+// sum over j of a[j] * b[j] (b null: of a[j]).
+inline float dotLanes(const float* a, const float* b, int64_t n) {
+    Float4 acc = {};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) acc += b ? loadFloat4(a + j) * loadFloat4(b + j) : loadFloat4(a + j);
+    float sum = lanesSum(acc);
+    for (; j < n; ++j) sum += b ? a[j] * b[j] : a[j];
+    return sum;
+}
+
+void softmaxRowFloat(int32_t op, const float* x, const float* g, float* y, int64_t n) {
+    switch (op) {
+    case mtiaTorchSoftmax: {
+        const float sum = expSum(x, rowMax(x, n), y, n);
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+        break;
+    }
+    case mtiaTorchLogSoftmax: {
+        const float mx = rowMax(x, n);
+        const float lse = std::log(expSum(x, mx, nullptr, n));
+        for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mx) - lse;
+        break;
+    }
+    case mtiaTorchSoftmaxBackward: {
+        const float dot = dotLanes(g, x, n);
+        for (int64_t j = 0; j < n; ++j) y[j] = x[j] * (g[j] - dot);
+        break;
+    }
+    default: {  // log_softmax's backward
+        const float sum = dotLanes(g, nullptr, n);
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4)
+            storeFloat4(y + j, loadFloat4(g + j) - fastExp(loadFloat4(x + j)) * sum);
+        for (; j < n; ++j) y[j] = g[j] - fastExp(x[j]) * sum;
+    }
+    }
+}
+
+void softmaxRowDouble(int32_t op, const double* x, const double* g, double* y, int64_t n) {
+    if (op == mtiaTorchSoftmax || op == mtiaTorchLogSoftmax) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < n; ++j) mx = x[j] > mx ? x[j] : mx;  // NaN: see rowMax
+        double sum = 0;
+        if (op == mtiaTorchSoftmax) {
+            for (int64_t j = 0; j < n; ++j) {
+                y[j] = std::exp(x[j] - mx);
+                sum += y[j];
+            }
+            for (int64_t j = 0; j < n; ++j) y[j] /= sum;
+        } else {
+            for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - mx);
+            const double lse = std::log(sum);
+            for (int64_t j = 0; j < n; ++j) y[j] = x[j] - mx - lse;
+        }
+        return;
+    }
+    double dot = 0;
+    if (op == mtiaTorchSoftmaxBackward) {
+        for (int64_t j = 0; j < n; ++j) dot += g[j] * x[j];
+        for (int64_t j = 0; j < n; ++j) y[j] = x[j] * (g[j] - dot);
+    } else {
+        for (int64_t j = 0; j < n; ++j) dot += g[j];
+        for (int64_t j = 0; j < n; ++j) y[j] = g[j] - std::exp(x[j]) * dot;
+    }
+}
+
+// Whether the fast path takes these parameters, and takes them for rows [r.begin, r.end).
+bool softmaxFast(const mtiaTorchSoftmaxParams& p, Range r) {
+    if (p.inner != 1 || p.outDtype != p.inDtype || (p.grad && p.gradDtype != p.inDtype))
+        return false;
+    const auto n = p.dim;
+    const bool backward = p.op == mtiaTorchSoftmaxBackward || p.op == mtiaTorchLogSoftmaxBackward;
+    if (p.inDtype == mtiaTorchFloat32) {
+        const auto* x = reinterpret_cast<const float*>(p.in);
+        const auto* g = backward ? reinterpret_cast<const float*>(p.grad) : nullptr;
+        auto* y = reinterpret_cast<float*>(p.out);
+        for (uint64_t i = r.begin; i < r.end; ++i) {
+            const auto o = static_cast<int64_t>(i) * n;
+            softmaxRowFloat(p.op, x + o, g ? g + o : nullptr, y + o, n);
+        }
+        return true;
+    }
+    if (p.inDtype == mtiaTorchFloat64) {
+        const auto* x = reinterpret_cast<const double*>(p.in);
+        const auto* g = backward ? reinterpret_cast<const double*>(p.grad) : nullptr;
+        auto* y = reinterpret_cast<double*>(p.out);
+        for (uint64_t i = r.begin; i < r.end; ++i) {
+            const auto o = static_cast<int64_t>(i) * n;
+            softmaxRowDouble(p.op, x + o, g ? g + o : nullptr, y + o, n);
+        }
+        return true;
+    }
+    return false;
+}
+
 template <int32_t D, class Acc>
 void softmaxRange(const mtiaTorchSoftmaxParams& p, Range r) {
     for (uint64_t i = r.begin; i < r.end; ++i) {
@@ -525,6 +664,7 @@ MTIA_SIM_KERNEL(mtia_torch_softmax) {
         !checkRange(ctx, kSoftmax, "out", p.out, p.outDtype, 1, shape, unit) ||
         (p.grad && !checkRange(ctx, kSoftmax, "grad", p.grad, p.gradDtype, 1, shape, unit)))
         return;
+    if (softmaxFast(p, r)) return;
     switch (p.inDtype) {
     case mtiaTorchFloat16: softmaxRange<mtiaTorchFloat16, float>(p, r); break;
     case mtiaTorchBFloat16: softmaxRange<mtiaTorchBFloat16, float>(p, r); break;
