@@ -2,7 +2,9 @@
 sizes, strides and storage offsets; shared by the conformance tests of each kernel family.
 
 check_op(name) runs every sample of every OpInfo named `name` (all variants, or one) in each dtype the
-CPU supports and the device kernels handle, and asserts for each:
+CPU supports and the device kernels handle, then the OpInfo's reference inputs when it has them
+(extremal values, large and broadcast operands, type promotion cases; at most REFERENCE_MAX of them
+per dtype), and asserts for each:
 - the device ran it without the CPU fallback (torch_mtia.fallback_counts() stays empty);
 - both raise, or both return results equal within assert_close's tolerance for the dtype (NaN equal
   to NaN), of the same dtypes and shapes;
@@ -30,6 +32,27 @@ _LIMIT = int(os.environ["MTIA_OPINFO_MAX_SAMPLES"]) if os.environ.get("MTIA_OPIN
 _DTYPES = None
 if os.environ.get("MTIA_OPINFO_DTYPES"):
     _DTYPES = {getattr(torch, name) for name in os.environ["MTIA_OPINFO_DTYPES"].split(",")}
+
+
+# Reference inputs beyond the samples, per operator and dtype. Those with complex operands (the device
+# has no complex dtypes) or without any tensor operand (nothing runs on the device) are left out.
+REFERENCE_MAX = 40
+
+
+def _usable(sample):
+    leaves = tree_flatten(((sample.input, *sample.args), sample.kwargs))[0]
+    if any(isinstance(x, complex) or isinstance(x, torch.Tensor) and x.is_complex() for x in leaves):
+        return False
+    return any(isinstance(x, torch.Tensor) for x in leaves)
+
+
+def samples_of(op, dtype, requires_grad, max_samples=None):
+    """op's samples in dtype, then its reference inputs (limited as above), then _limit's cut."""
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=requires_grad))
+    if op.reference_inputs_func is not None:
+        extra = op.reference_inputs_func(op, "cpu", dtype, requires_grad)
+        samples += [s for _, s in zip(range(REFERENCE_MAX), (s for s in extra if _usable(s)))]
+    return _limit(samples, max_samples)
 
 
 def _limit(samples, max_samples):
@@ -68,6 +91,16 @@ def same_layout_on_device(t):
     return out.requires_grad_(t.requires_grad) if t.requires_grad else out
 
 
+def same_layout_copy(t):
+    """A CPU copy of t's whole storage viewed with t's sizes, strides and offset (clone() would make
+    a non-dense or overlapping tensor dense)."""
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+        return t
+    copy = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage().clone(), t.storage_offset(),
+                                              t.size(), t.stride())
+    return copy.requires_grad_(t.requires_grad) if t.requires_grad else copy
+
+
 def _compare(cpu, dev, pointwise, where):
     cpu_leaves, _ = tree_flatten(cpu)
     dev_leaves, _ = tree_flatten(dev)
@@ -102,17 +135,15 @@ def check_op(name, variant=None, dtypes=None, is_view=False, max_samples=None, i
                 continue
             if _DTYPES is not None and dtype not in _DTYPES:
                 continue
-            samples = _limit(list(op.sample_inputs("cpu", dtype, requires_grad=False)),
-                             max_samples)
+            samples = samples_of(op, dtype, False, max_samples)
             for i, s in enumerate(samples):
                 where = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''} " \
                         f"{dtype} sample {i}"
                 cpu_args = (s.input, *s.args)
                 dev_args = tree_map(same_layout_on_device, cpu_args)
                 dev_kwargs = tree_map(same_layout_on_device, s.kwargs)
-                if inplace:
-                    cpu_args = tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t,
-                                        cpu_args)
+                if inplace:  # the device's inputs are copies too: the same layout, overlap included
+                    cpu_args = tree_map(same_layout_copy, cpu_args)
                 try:
                     expected = fn(*cpu_args, **s.kwargs)
                 except Exception as e:  # the device must refuse it too

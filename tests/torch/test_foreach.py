@@ -14,7 +14,8 @@ from torch.testing._internal import common_methods_invocations as cmi
 from torch.utils._pytree import tree_map
 
 sys.path.insert(0, os.path.dirname(__file__))
-from opinfo_harness import DEV, DEVICE_DTYPES, _DTYPES, _compare, _limit, same_layout_on_device  # noqa: E402
+from opinfo_harness import (DEV, DEVICE_DTYPES, _DTYPES, _compare, _limit,  # noqa: E402
+                            same_layout_copy, same_layout_on_device)
 
 BATCHED = {"_foreach_" + n for n in (
     "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor",
@@ -29,15 +30,6 @@ OPS = [op for op in (cmi.foreach_unary_op_db + cmi.foreach_binary_op_db +
 
 def test_every_batched_operator_has_samples():
     assert {op.name for op in OPS} == BATCHED
-
-
-def _clone(x):
-    """Copies of x's tensors with their strides (clone() makes a non-dense tensor contiguous)."""
-    def same_strides(t):
-        if not isinstance(t, torch.Tensor):
-            return t
-        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t)
-    return tree_map(same_strides, x)
 
 
 def _run(fn, args, kwargs):
@@ -62,7 +54,7 @@ def test_foreach_matches_cpu(op, inplace):
             for i, s in enumerate(samples):
                 where = f"{op.name}{'_' if inplace else ''} {dtype} " \
                         f"{'non' if noncontiguous else ''}contiguous sample {i}"
-                cpu_args = _clone((s.input, *s.args))
+                cpu_args = tree_map(same_layout_copy, (s.input, *s.args))
                 dev_args = tree_map(same_layout_on_device, (s.input, *s.args))
                 dev_kwargs = tree_map(same_layout_on_device, s.kwargs)
                 expected, cpu_error = _run(fn, cpu_args, s.kwargs)

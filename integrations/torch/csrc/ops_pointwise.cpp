@@ -293,8 +293,13 @@ int32_t divOp(std::optional<c10::string_view> mode) {
 at::Tensor divAny(K kind, const at::Tensor& out, const at::Tensor& self, const at::Tensor& other,
                   std::optional<c10::string_view> mode) {
     PointwiseSpec s = spec(divOp(mode), /*integerToFloat=*/!mode.has_value());
-    s.i[1] = reducedKind(commonType({self, other}));
-    s.rightScalarInOpMath = !mode.has_value();
+    // Half and bfloat16: a divisor that is one value (a CPU scalar, or any one-element tensor,
+    // which broadcasts to zero strides) the CPU reads once in float and divides by in float,
+    // rounding once; between two tensors its 16-bit operations round each step (trunc: the
+    // quotient; floor: every step), which i1 asks the kernel for.
+    const bool oneDivisor = other.numel() == 1;
+    s.i[1] = oneDivisor ? 0 : reducedKind(commonType({self, other}));
+    s.rightScalarInOpMath = !mode.has_value() || oneDivisor;
     // Integer division by zero: the CPU refuses it, which needs the divisor's values; they stay on
     // the device, where the kernel gives -1 (as CUDA does) instead of trapping.
     return runPointwise(s, kind, out, {self, other});
@@ -318,15 +323,16 @@ at::Tensor& divInPlace(at::Tensor& self, const at::Tensor& other) {
     return self;
 }
 
+// floor_divide is div's floor mode (the CPU's kernel for both).
 at::Tensor& floorDivideOut(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-    runPointwise(spec(mtiaTorchPwDivFloor), K::Given, out, {self, other});
+    divAny(K::Given, out, self, other, "floor");
     return out;
 }
 at::Tensor floorDivide(const at::Tensor& self, const at::Tensor& other) {
-    return runPointwise(spec(mtiaTorchPwDivFloor), K::Allocate, {}, {self, other});
+    return divAny(K::Allocate, {}, self, other, "floor");
 }
 at::Tensor& floorDivideInPlace(at::Tensor& self, const at::Tensor& other) {
-    runPointwise(spec(mtiaTorchPwDivFloor), K::InPlace, self, {self, other});
+    divAny(K::InPlace, self, self, other, "floor");
     return self;
 }
 

@@ -251,6 +251,22 @@ inline float roundToReduced(float v, int64_t kind) {
     return kind == 1 ? halfToFloat(floatToHalf(v)) : bf16ToFloat(floatToBf16(v));
 }
 
+// Python's floor division as the CPU computes it in half or bfloat16 between two tensors: each step
+// (fmod, the difference, the quotient, the corrections) rounded to the dtype, as its 16-bit
+// vectors and scalars round every operation (measured: 8.84375 // -0.0045967 gives -1923, where
+// float steps give -1924).
+inline float floorDivReduced(float a, float b, int64_t kind) {
+    auto r = [kind](float v) { return roundToReduced(v, kind); };
+    if (b == 0) return a / b;
+    const float mod = r(std::fmod(a, b));
+    float div = r(r(a - mod) / b);
+    if (mod != 0 && ((b < 0) != (mod < 0))) div = r(div - 1);
+    if (div == 0) return std::copysign(0.0f, a / b);
+    float floordiv = std::floor(div);
+    if (r(div - floordiv) > 0.5f) floordiv = r(floordiv + 1);
+    return floordiv;
+}
+
 template <class C>
 void addLoop(C* o, const C* x, const C* y, const C*, int64_t n, const Scalars& s) {
     const C alpha = static_cast<C>(s.f[0]);
@@ -325,7 +341,14 @@ ApplyFn<C> applyFor(int32_t op) {
                                               : truncDiv(xk, yk));
         }
         return PW_LOOP(o[k] = truncDiv(xk, yk));
-    case mtiaTorchPwDivFloor: return PW_LOOP(o[k] = floorDiv(xk, yk));
+    case mtiaTorchPwDivFloor:
+        if constexpr (!I) {  // half/bfloat16 (i1): every step rounded, as the CPU's 16-bit vectors
+            return PW_LOOP(o[k] = s.i[1] != 0
+                                      ? static_cast<C>(floorDivReduced(
+                                            static_cast<float>(xk), static_cast<float>(yk), s.i[1]))
+                                      : floorDiv(xk, yk));
+        }
+        return PW_LOOP(o[k] = floorDiv(xk, yk));
     case mtiaTorchPwRemainder: return PW_LOOP(o[k] = remainderOf(xk, yk));
     case mtiaTorchPwFmod: return PW_LOOP(o[k] = fmodOf(xk, yk));
     case mtiaTorchPwPow: return PW_LOOP(o[k] = powOf(xk, yk));

@@ -92,7 +92,7 @@ typedef enum mtiaTorchPointwiseOp {
     mtiaTorchPwMul,
     mtiaTorchPwDiv,
     mtiaTorchPwDivTrunc, /* i1 as for add: the quotient rounded first */
-    mtiaTorchPwDivFloor,
+    mtiaTorchPwDivFloor, /* i1 as for add: every step rounded (two tensors, as the CPU) */
     mtiaTorchPwRemainder,
     mtiaTorchPwFmod,
     mtiaTorchPwPow,
