@@ -139,6 +139,31 @@ def test_half_and_bfloat16_round_as_the_cpu():
                            torch.addcmul(a, a, b, value=3.14))
 
 
+def test_half_and_bfloat16_add_and_division_round_as_the_cpu_at_every_length():
+    # The CPU's add with alpha rounds differently inside its vector loop (two vectors at a time, then
+    # one more) and in its scalar tail; floor division between 16-bit tensors rounds every step;
+    # a one-value divisor is read once in float and the quotient rounded once.
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float16, torch.bfloat16):
+        for n in (31, 33, 49, 63, 65, 97, 121, 169):
+            a = (torch.randn(n, generator=g) * 10).to(dtype)
+            b = (torch.randn(n, generator=g) * 0.01).to(dtype)
+            da, db = a.to(DEV), b.to(DEV)
+            assert torch.equal(torch.add(da, db, alpha=3.14).cpu(), torch.add(a, b, alpha=3.14))
+            for mode in ("trunc", "floor"):
+                for divisor, dev_divisor in ((b, db), (b[:1], db[:1]), (0.0123, 0.0123)):
+                    expected = torch.div(a, divisor, rounding_mode=mode)
+                    got = torch.div(da, dev_divisor, rounding_mode=mode).cpu()
+                    assert torch.equal(got, expected), (dtype, n, mode, divisor)
+            assert torch.equal(torch.floor_divide(da, db).cpu(), torch.floor_divide(a, b))
+    # Each step of the half floor division rounded (between tensors of more than one element):
+    # float steps would give -1924.
+    a = torch.tensor([8.84375, 1.0], dtype=torch.float16)
+    b = torch.tensor([-0.0045967102, 1.0], dtype=torch.float16)
+    assert torch.floor_divide(a, b)[0].item() == -1923.0
+    assert torch.floor_divide(a.to(DEV), b.to(DEV))[0].item() == -1923.0
+
+
 def test_pointwise_ops_run_without_the_fallback_and_replay_in_a_graph():
     """An AdamW-like update of pointwise ops only, captured and replayed with new gradients."""
     torch.manual_seed(0)
