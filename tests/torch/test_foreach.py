@@ -3,7 +3,7 @@ OpInfo samples (foreach_unary_op_db, foreach_binary_op_db, foreach_pointwise_op_
 place and in place, every dtype the device kernels handle, contiguous and non-contiguous lists. The
 device runs them as batched launches of the pointwise kernel (csrc/ops_foreach.cpp); these tests also
 pin what batching must keep: the order of effects when tensors of a list alias, lists that mix
-batched and unbatched problems, and capture in a graph."""
+batched and unbatched problems, and capture in a graph; and gradients against the CPU's."""
 import os
 import sys
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch_mtia
 from torch.testing._internal import common_methods_invocations as cmi
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 sys.path.insert(0, os.path.dirname(__file__))
 from opinfo_harness import (DEV, DEVICE_DTYPES, _DTYPES, _LIMIT, _compare, _limit,  # noqa: E402
@@ -126,3 +126,54 @@ def test_foreach_in_a_captured_graph_replays():
     torch.mtia.synchronize()
     for x in xs:
         torch.testing.assert_close(x.cpu(), torch.full(x.shape, 0.5 * 1.5 * 1.5))
+
+
+GRAD_OPS = ["_foreach_add", "_foreach_sub", "_foreach_mul", "_foreach_div", "_foreach_addcmul",
+            "_foreach_addcdiv", "_foreach_lerp", "_foreach_pow", "_foreach_sqrt", "_foreach_exp",
+            "_foreach_neg", "_foreach_reciprocal", "_foreach_sigmoid", "_foreach_maximum",
+            "_foreach_clamp_min"]
+
+
+@pytest.mark.parametrize("name", GRAD_OPS)
+def test_foreach_gradients_match_the_cpu(name):
+    op = next(o for o in OPS if o.name == name)
+    checked = 0
+    for i, s in enumerate(_limit(list(op.sample_inputs("cpu", torch.float32, requires_grad=True)), 8)):
+        where = f"{name} grad sample {i}"
+        cpu_args = (s.input, *s.args)
+        # The first list's gradients (their formulas read the other operands too); PyTorch's own
+        # backward refuses some samples' other operands on the CPU (addcdiv's empty tensor2).
+        leaves = [t for t in s.input if t.requires_grad]
+        try:
+            cpu_out = op.op(*cpu_args, **s.kwargs)
+        except Exception:  # noqa: BLE001 - a sample the CPU refuses has no gradient to compare
+            continue
+        mapping = {}
+
+        def to_dev(t):
+            if isinstance(t, torch.Tensor) and t.requires_grad:
+                mapping[id(t)] = same_layout_on_device(t.detach()).requires_grad_(True)
+                return mapping[id(t)]
+            return same_layout_on_device(t)
+
+        dev_args = tree_map(to_dev, cpu_args)
+        dev_kwargs = tree_map(to_dev, s.kwargs)
+        g = torch.Generator().manual_seed(i)
+        weights = [torch.randn(t.shape, generator=g) for t in cpu_out]
+        try:
+            expected = torch.autograd.grad(cpu_out, leaves, weights, allow_unused=True)
+        except Exception:  # noqa: BLE001 - nothing to compare where the CPU's backward refuses
+            continue
+        torch_mtia.reset_fallback_counts()
+        dev_out = op.op(*dev_args, **dev_kwargs)
+        got = torch.autograd.grad(dev_out, [mapping[id(t)] for t in leaves],
+                                  [w.to(DEV) for w in weights], allow_unused=True)
+        torch.mtia.synchronize()
+        assert not torch_mtia.fallback_counts(), f"{where}: CPU fallback"
+        for e, d in zip(expected, got):
+            assert (e is None) == (d is None), where
+            if e is not None:
+                torch.testing.assert_close(d.cpu(), e, rtol=1e-4, atol=1e-5, equal_nan=True,
+                                           msg=lambda m: f"{where}: {m}")
+        checked += 1
+    assert checked > 0
