@@ -372,6 +372,41 @@ bool batchNormFloatFast(const mtiaTorchBatchNorm& p) {
     return !p.gradInput || (p.gxDtype == mtiaTorchFloat32 && contiguousNchw(p, p.gxStrides));
 }
 
+// A channel's mean and 1/std as the kernel normalises with them.
+struct ChannelStats {
+    double mean, invstd;
+};
+
+// Training: from the channel's mean and sum of squared deviations m2 over count elements. The CPU
+// rounds the sum of squares and the variance to the statistics' dtype, and normalises with the
+// saved statistics rounded to their dtype (half or bfloat16 when the parameters are): the output
+// follows them. The running statistics take the unbiased variance.
+ChannelStats trainStats(const mtiaTorchBatchNorm& p, int64_t c, double mean, double m2,
+                        double count) {
+    m2 = roundAs(m2, p.saveDtype);
+    const double var = roundAs(m2 / count, p.saveDtype);
+    st(p.saveMean, c, p.saveDtype, mean);
+    st(p.saveInvstd, c, p.saveDtype, 1.0 / std::sqrt(var + p.eps));
+    const ChannelStats saved{ld(p.saveMean, c, p.saveDtype), ld(p.saveInvstd, c, p.saveDtype)};
+    if (p.runningMean) {
+        st(p.runningMean, c, p.runDtype,
+           (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * saved.mean);
+    }
+    if (p.runningVar) {
+        st(p.runningVar, c, p.runDtype,
+           (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * (m2 / (count - 1)));
+    }
+    return saved;
+}
+
+// The statistics a backward (or an eval forward) reads: the saved ones after training, else the
+// running ones.
+ChannelStats storedStats(const mtiaTorchBatchNorm& p, int64_t c, bool saved) {
+    if (saved) return {ld(p.saveMean, c, p.saveDtype), ld(p.saveInvstd, c, p.saveDtype)};
+    return {ld(p.runningMean, c, p.runDtype),
+            1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps)};
+}
+
 void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
     FloatPlanes planes{p.sizes[0], 1, 0};
     for (int d = 2; d < p.ndim; ++d) planes.plane *= p.sizes[d];
@@ -381,30 +416,14 @@ void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
     const auto* x = reinterpret_cast<const float*>(p.x);
     if (p.op == mtiaTorchBatchNormTrain || p.op == mtiaTorchBatchNormEval) {
         auto* y = reinterpret_cast<float*>(p.y);
-        double mean, invstd;
+        ChannelStats stats;
         if (p.op == mtiaTorchBatchNormTrain) {
-            mean = planes.stat(c, x, 0.0, false) / count;
-            double m2 = planes.stat(c, x, mean, true);
-            m2 = roundAs(m2, p.saveDtype);
-            const double var = roundAs(m2 / count, p.saveDtype);
-            invstd = 1.0 / std::sqrt(var + p.eps);
-            st(p.saveMean, c, p.saveDtype, mean);
-            st(p.saveInvstd, c, p.saveDtype, invstd);
-            mean = ld(p.saveMean, c, p.saveDtype);
-            invstd = ld(p.saveInvstd, c, p.saveDtype);
-            if (p.runningMean) {
-                st(p.runningMean, c, p.runDtype,
-                   (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * mean);
-            }
-            if (p.runningVar) {
-                const double unbiased = m2 / (count - 1);
-                st(p.runningVar, c, p.runDtype,
-                   (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * unbiased);
-            }
+            const double m = planes.stat(c, x, 0.0, false) / count;
+            stats = trainStats(p, c, m, planes.stat(c, x, m, true), count);
         } else {
-            mean = ld(p.runningMean, c, p.runDtype);
-            invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+            stats = storedStats(p, c, false);
         }
+        const double mean = stats.mean, invstd = stats.invstd;
         // y = x * alpha + beta, alpha = invstd * w, beta = b - mean * alpha.
         const auto alpha = static_cast<float>(invstd) * static_cast<float>(w);
         const float beta =
@@ -413,14 +432,8 @@ void batchNormChannelFloat(const mtiaTorchBatchNorm& p, int64_t c) {
         return;
     }
     const auto* g = reinterpret_cast<const float*>(p.gradOut);
-    double mean, invstd;
-    if (p.train) {
-        mean = ld(p.saveMean, c, p.saveDtype);
-        invstd = ld(p.saveInvstd, c, p.saveDtype);
-    } else {
-        mean = ld(p.runningMean, c, p.runDtype);
-        invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
-    }
+    const ChannelStats stats = storedStats(p, c, p.train != 0);
+    const double mean = stats.mean, invstd = stats.invstd;
     const auto [sumDy, dot] = planes.gradSums(c, g, x, static_cast<float>(mean));
     if (p.gradInput) {
         auto* gx = reinterpret_cast<float*>(p.gradInput);
@@ -444,39 +457,21 @@ void batchNormChannel(const mtiaTorchBatchNorm& p, int64_t c) {
     const double w = param(p.weight, c, p.wDtype, 1.0);
     if (p.op == mtiaTorchBatchNormTrain || p.op == mtiaTorchBatchNormEval) {
         const ChannelWalk walk{p, {p.xStrides, p.yStrides, nullptr, nullptr}};
-        double mean, invstd;
+        ChannelStats stats;
         if (p.op == mtiaTorchBatchNormTrain) {
             double sum = 0;
             walk.run(c, [&](const int64_t* o) { sum += ld(p.x, o[0], p.xDtype); });
-            mean = sum / count;
+            const double m = sum / count;
             double m2 = 0;
             walk.run(c, [&](const int64_t* o) {
-                const double d = ld(p.x, o[0], p.xDtype) - mean;
+                const double d = ld(p.x, o[0], p.xDtype) - m;
                 m2 += d * d;
             });
-            // The CPU rounds the sum of squares and the variance to the statistics' dtype.
-            m2 = roundAs(m2, p.saveDtype);
-            const double var = roundAs(m2 / count, p.saveDtype);
-            invstd = 1.0 / std::sqrt(var + p.eps);
-            // The CPU normalises with the saved statistics, rounded to their dtype (half or
-            // bfloat16 when the parameters are): the output follows them.
-            st(p.saveMean, c, p.saveDtype, mean);
-            st(p.saveInvstd, c, p.saveDtype, invstd);
-            mean = ld(p.saveMean, c, p.saveDtype);
-            invstd = ld(p.saveInvstd, c, p.saveDtype);
-            if (p.runningMean) {
-                st(p.runningMean, c, p.runDtype,
-                   (1 - p.momentum) * ld(p.runningMean, c, p.runDtype) + p.momentum * mean);
-            }
-            if (p.runningVar) {
-                const double unbiased = m2 / (count - 1);
-                st(p.runningVar, c, p.runDtype,
-                   (1 - p.momentum) * ld(p.runningVar, c, p.runDtype) + p.momentum * unbiased);
-            }
+            stats = trainStats(p, c, m, m2, count);
         } else {
-            mean = ld(p.runningMean, c, p.runDtype);
-            invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
+            stats = storedStats(p, c, false);
         }
+        const double mean = stats.mean, invstd = stats.invstd;
         const double b = param(p.bias, c, p.wDtype, 0.0);
         walk.run(c, [&](const int64_t* o) {
             st(p.y, o[1], p.yDtype, (ld(p.x, o[0], p.xDtype) - mean) * invstd * w + b);
@@ -485,14 +480,8 @@ void batchNormChannel(const mtiaTorchBatchNorm& p, int64_t c) {
     }
     const ChannelWalk walk{p,
                            {p.xStrides, p.gStrides, p.gradInput ? p.gxStrides : nullptr, nullptr}};
-    double mean, invstd;
-    if (p.train) {
-        mean = ld(p.saveMean, c, p.saveDtype);
-        invstd = ld(p.saveInvstd, c, p.saveDtype);
-    } else {
-        mean = ld(p.runningMean, c, p.runDtype);
-        invstd = 1.0 / std::sqrt(ld(p.runningVar, c, p.runDtype) + p.eps);
-    }
+    const ChannelStats stats = storedStats(p, c, p.train != 0);
+    const double mean = stats.mean, invstd = stats.invstd;
     double sumDy = 0, dot = 0;
     walk.run(c, [&](const int64_t* o) {
         const double dy = ld(p.gradOut, o[1], p.gDtype);

@@ -556,30 +556,30 @@ void softmaxRowDouble(int32_t op, const double* x, const double* g, double* y, i
     }
 }
 
+// Rows [r.begin, r.end) of contiguous T rows through rowFn (softmaxRowFloat or softmaxRowDouble).
+template <class T, class RowFn>
+void fastRows(const mtiaTorchSoftmaxParams& p, Range r, bool backward, RowFn rowFn) {
+    const auto n = p.dim;
+    const auto* x = reinterpret_cast<const T*>(p.in);
+    const auto* g = backward ? reinterpret_cast<const T*>(p.grad) : nullptr;
+    auto* y = reinterpret_cast<T*>(p.out);
+    for (uint64_t i = r.begin; i < r.end; ++i) {
+        const auto o = static_cast<int64_t>(i) * n;
+        rowFn(p.op, x + o, g ? g + o : nullptr, y + o, n);
+    }
+}
+
 // Whether the fast path takes these parameters, and takes them for rows [r.begin, r.end).
 bool softmaxFast(const mtiaTorchSoftmaxParams& p, Range r) {
     if (p.inner != 1 || p.outDtype != p.inDtype || (p.grad && p.gradDtype != p.inDtype))
         return false;
-    const auto n = p.dim;
     const bool backward = p.op == mtiaTorchSoftmaxBackward || p.op == mtiaTorchLogSoftmaxBackward;
     if (p.inDtype == mtiaTorchFloat32) {
-        const auto* x = reinterpret_cast<const float*>(p.in);
-        const auto* g = backward ? reinterpret_cast<const float*>(p.grad) : nullptr;
-        auto* y = reinterpret_cast<float*>(p.out);
-        for (uint64_t i = r.begin; i < r.end; ++i) {
-            const auto o = static_cast<int64_t>(i) * n;
-            softmaxRowFloat(p.op, x + o, g ? g + o : nullptr, y + o, n);
-        }
+        fastRows<float>(p, r, backward, softmaxRowFloat);
         return true;
     }
     if (p.inDtype == mtiaTorchFloat64) {
-        const auto* x = reinterpret_cast<const double*>(p.in);
-        const auto* g = backward ? reinterpret_cast<const double*>(p.grad) : nullptr;
-        auto* y = reinterpret_cast<double*>(p.out);
-        for (uint64_t i = r.begin; i < r.end; ++i) {
-            const auto o = static_cast<int64_t>(i) * n;
-            softmaxRowDouble(p.op, x + o, g ? g + o : nullptr, y + o, n);
-        }
+        fastRows<double>(p, r, backward, softmaxRowDouble);
         return true;
     }
     return false;
