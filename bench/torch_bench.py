@@ -17,37 +17,15 @@ import copy
 import json
 import os
 import platform
-import statistics
 import subprocess
-import time
 
 import torch
 
 import torch_mtia
-from torch_mtia.demo_models import make, train_step
+from torch_mtia.demo_models import capture_step, make, train_step
+from torch_timing import nothing, paired
 
 DEV = torch.device("mtia", 0)
-
-
-def paired(fns, reps, warmup=2):
-    """Median seconds of each (fn, sync) in fns, measured in turns (one run of each per round), so
-    that the machine's slow and fast periods fall on every side alike."""
-    for fn, sync in fns:
-        for _ in range(warmup):
-            fn()
-        sync()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for k, (fn, sync) in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            sync()
-            times[k].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
-
-
-def nothing():
-    pass
 
 
 def training(kind, reps):
@@ -60,14 +38,7 @@ def training(kind, reps):
     torch_mtia.reset_fallback_counts()
     paired([(lambda: train_step(dev_model, dev_opt, static), torch.mtia.synchronize)], 1)
     fallbacks = sum(torch_mtia.fallback_counts().values())
-    graph = torch.mtia.MTIAGraph()
-    # Gradients made inside the capture (from the graph's pool), as PyTorch's whole-network
-    # capture recipe does: the replayed backward then writes them instead of adding to them.
-    dev_opt.zero_grad(set_to_none=True)
-    with torch.mtia.graph(graph):
-        loss = dev_model(*static)
-        loss.backward()
-        dev_opt.step()
+    graph, _ = capture_step(dev_model, dev_opt, static)
     cpu, eager, replay = paired([(lambda: train_step(cpu_model, cpu_opt, batch), nothing),
                                  (lambda: train_step(dev_model, dev_opt, static), torch.mtia.synchronize),
                                  (graph.replay, torch.mtia.synchronize)], reps)

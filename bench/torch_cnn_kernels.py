@@ -16,29 +16,16 @@ Reported, never asserted.
 """
 import argparse
 import copy
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
 
 import torch_mtia
-from torch_mtia.demo_models import make, train_step
+from torch_mtia.demo_models import capture_step, make, train_step
+from torch_timing import paired, per_call
 
 DEV = torch.device("mtia", 0)
-
-
-def median_time(fn, sync, reps, warmup=3):
-    for _ in range(warmup):
-        fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def captured_step():
@@ -49,12 +36,7 @@ def captured_step():
     for _ in range(2):
         train_step(model, opt, static)
     torch.mtia.synchronize()
-    graph = torch.mtia.MTIAGraph()
-    opt.zero_grad(set_to_none=True)
-    with torch.mtia.graph(graph):
-        loss = model(*static)
-        loss.backward()
-        opt.step()
+    graph, _ = capture_step(model, opt, static)
     return graph, model, opt, static
 
 
@@ -150,7 +132,7 @@ def main():
         torch.mtia.synchronize()
         print(f"{n} replays")
         return
-    replay = median_time(graph.replay, torch.mtia.synchronize, args.reps)
+    replay, = paired([(graph.replay, torch.mtia.synchronize)], args.reps, warmup=3)
     print(f"CNN step graph replay: {replay * 1e3:.3f} ms (median of {args.reps})")
     print()
     print(f"| operator (step's shapes) | device us/call | CPU us/call (1 thread) |")
@@ -159,25 +141,8 @@ def main():
     for name, make_fn in step_ops():
         if args.only and args.only not in name:
             continue
-        dev_fn, cpu_fn = make_fn(DEV), make_fn(torch.device("cpu"))
-
-        def loop(fn):
-            def run():
-                for _ in range(args.iters):
-                    fn()
-            return run
-
-        if args.queue:
-            dev_fn()
-            torch.mtia.synchronize()
-            g = torch.mtia.MTIAGraph()
-            with torch.mtia.graph(g):
-                loop(dev_fn)()
-            dev_run = g.replay
-        else:
-            dev_run = loop(dev_fn)
-        dev = median_time(dev_run, torch.mtia.synchronize, args.reps) / args.iters
-        cpu = median_time(loop(cpu_fn), lambda: None, args.reps) / args.iters
+        dev, cpu = per_call(make_fn(DEV), make_fn(torch.device("cpu")), args.iters, args.reps,
+                            args.queue)
         total_dev += dev
         total_cpu += cpu
         print(f"| {name} | {dev * 1e6:.1f} | {cpu * 1e6:.1f} |")

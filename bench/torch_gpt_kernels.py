@@ -11,13 +11,12 @@ the simulated device's per-command cost. Reported, never asserted.
     PYTHONPATH=build/integrations/torch .venv/bin/python bench/torch_gpt_kernels.py [--queue]
 """
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
 import torch_mtia  # noqa: F401  (registers the device)
+from torch_timing import per_call
 
 DEV = torch.device("mtia", 0)
 CPU = torch.device("cpu")
@@ -77,36 +76,7 @@ def main():
     for name, make_fn in step_ops():
         if args.only and args.only not in name:
             continue
-        dev_fn, cpu_fn = make_fn(DEV), make_fn(CPU)
-
-        def loop(fn):
-            def run():
-                for _ in range(args.iters):
-                    fn()
-            return run
-
-        if args.queue:
-            dev_fn()
-            torch.mtia.synchronize()
-            graph = torch.mtia.MTIAGraph()
-            with torch.mtia.graph(graph):
-                loop(dev_fn)()
-            dev_run = graph.replay
-        else:
-            dev_run = loop(dev_fn)
-        sides = [(dev_run, torch.mtia.synchronize), (loop(cpu_fn), lambda: None)]
-        for fn, sync in sides:
-            for _ in range(3):
-                fn()
-            sync()
-        times = [[], []]
-        for _ in range(args.reps):
-            for k, (fn, sync) in enumerate(sides):
-                start = time.perf_counter()
-                fn()
-                sync()
-                times[k].append(time.perf_counter() - start)
-        dev, cpu = (statistics.median(t) / args.iters for t in times)
+        dev, cpu = per_call(make_fn(DEV), make_fn(CPU), args.iters, args.reps, args.queue)
         print(f"| {name} | {dev * 1e6:.1f} | {cpu * 1e6:.1f} | {dev / cpu:.2f} |")
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import torch_mtia
-from torch_mtia.demo_models import make, train_step
+from torch_mtia.demo_models import capture_step, make, train_step
 
 DEV = torch.device("mtia", 0)
 
@@ -48,14 +48,7 @@ def test_captured_training_step_replays_like_eager(kind):
     for _ in range(2):
         train_step(cpu_model, cpu_opt, first)
     torch_mtia.reset_fallback_counts()
-    graph = torch.mtia.MTIAGraph()
-    # Gradients made inside the capture (from the graph's pool), as PyTorch's whole-network
-    # capture recipe does: the replayed backward then writes them instead of adding to them.
-    dev_opt.zero_grad(set_to_none=True)
-    with torch.mtia.graph(graph):
-        static_loss = dev_model(*static)
-        static_loss.backward()
-        dev_opt.step()
+    graph, static_loss = capture_step(dev_model, dev_opt, static)
     for _ in range(3):
         batch = make_batch(g)
         for s, b in zip(static, batch):

@@ -12,7 +12,7 @@ import torch
 
 import torch_mtia
 from torch_mtia import memory
-from torch_mtia.demo_models import make, train_step
+from torch_mtia.demo_models import capture_step, make, train_step
 
 
 def step_time(fn, steps, sync):
@@ -50,19 +50,12 @@ def train_gpt(dev, steps):
     dev_step = step_time(lambda: train_step(dev_model, dev_opt, next(it)), steps, torch.mtia.synchronize)
     fallbacks = sum(torch_mtia.fallback_counts().values())
     static = [t.clone() for t in dev_batches[0]]
-    graph = torch.mtia.MTIAGraph()
     side = torch.mtia.Stream()
     side.wait_stream(torch.mtia.current_stream())
     with torch.mtia.stream(side):
         train_step(dev_model, dev_opt, static)  # warm-up on a side stream, as CUDA-graph users do
     torch.mtia.current_stream().wait_stream(side)
-    # Gradients made inside the capture (from the graph's pool), as PyTorch's whole-network
-    # capture recipe does: the replayed backward then writes them instead of adding to them.
-    dev_opt.zero_grad(set_to_none=True)
-    with torch.mtia.graph(graph):
-        static_loss = dev_model(*static)
-        static_loss.backward()
-        dev_opt.step()
+    graph, static_loss = capture_step(dev_model, dev_opt, static)
     it = iter(dev_batches * 3)
 
     def replay():

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-__all__ = ["TinyGPT", "TinyCNN", "make", "train_step", "gpt_batch", "cnn_batch"]
+__all__ = ["TinyGPT", "TinyCNN", "make", "train_step", "capture_step", "gpt_batch", "cnn_batch"]
 
 
 class Block(nn.Module):
@@ -99,3 +99,18 @@ def train_step(model, opt, batch):
     loss.backward()
     opt.step()
     return loss
+
+
+def capture_step(model, opt, batch):
+    """One training step on the static tensors of batch, captured as a torch.mtia.MTIAGraph (after
+    the caller's warm-up; nothing runs until the graph is replayed). Returns (graph, loss), loss
+    being the static tensor each replay writes. The gradients are made inside the capture, from the
+    graph's pool, as PyTorch's whole-network capture recipe does: the replayed backward then writes
+    them instead of adding to them."""
+    graph = torch.mtia.MTIAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.mtia.graph(graph):
+        loss = model(*batch)
+        loss.backward()
+        opt.step()
+    return graph, loss
