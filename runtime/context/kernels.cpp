@@ -112,6 +112,15 @@ HandleTable<Function>::Ref Kernels::borrowFunction(mtiaFunction_t fn, const char
     return f;
 }
 
+std::shared_ptr<Function> Kernels::function(mtiaFunction_t fn, const char* argName) const {
+    if (fn == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
+    std::shared_ptr<Function> f = functions_.lookup(fromHandle(fn));
+    if (!f)
+        fail(mtiaErrorInvalidHandle, "{} {} is not a live function (stale, unloaded or foreign)",
+             argName, fmt::ptr(fn));
+    return f;
+}
+
 namespace {
 
 // What the driver checks too, in the ABI's terms: throws InvalidValue naming the argument at fault.

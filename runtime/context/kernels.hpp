@@ -60,6 +60,9 @@ public:
     // The function behind fn, without a reference count update: one borrowed function per thread at
     // a time (HandleTable::Ref). Throws InvalidHandle naming argName.
     HandleTable<Function>::Ref borrowFunction(mtiaFunction_t fn, const char* argName = "fn") const;
+    // The function behind fn, held (for calls that run long or look up other functions meanwhile).
+    // Throws InvalidHandle naming argName.
+    std::shared_ptr<Function> function(mtiaFunction_t fn, const char* argName = "fn") const;
 
     // Queues the launch on stream, a stream of dev. The driver validates it; when it refuses, the
     // error names the ABI argument at fault (checked against dev's limits only then, off the common
