@@ -323,7 +323,10 @@ MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name
  * of grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when
  * the stream's queue is full. Errors: mtiaErrorInvalidValue (grid or block dimension 0, block
  * larger than maxThreadsPerBlock, sharedMem above sharedMemPerBlock, args NULL for a kernel with
- * arguments), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
+ * arguments; a kernel limit of the device: more arguments than maxKernelArgs, more bytes of them
+ * than maxKernelArgBytes, or top-level pointer arguments naming more distinct allocations of the
+ * stream's device than maxKernelBuffers, checked at capture too; the message names the limit and
+ * the value), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
  * sticky fault). */
 MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3 block, void** args,
                                       size_t sharedMem, mtiaStream_t stream);
