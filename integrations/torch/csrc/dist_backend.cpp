@@ -1,0 +1,366 @@
+#include "dist_backend.h"
+
+#include "../kernels/dist_params.h"
+#include "device_kernels.h"
+#include "dist_work.h"
+#include "mtia_check.h"
+#include "streams.h"
+#include "tensor_args.h"
+
+#include <c10/core/StreamGuard.h>
+
+#include <algorithm>
+
+namespace torch_mtia::dist {
+
+namespace {
+
+void checkDense(const at::Tensor& t, const char* collective, const char* what) {
+    TORCH_CHECK(t.device().type() == c10::DeviceType::MTIA, "torch_mtia.distributed: ", collective,
+                ": ", what, " must be an mtia tensor, got one on ", t.device());
+    TORCH_CHECK(t.is_contiguous() && !t.is_sparse(), "torch_mtia.distributed: ", collective, ": ",
+                what, " must be a dense contiguous tensor");
+}
+
+const at::Tensor& onlyTensor(const std::vector<at::Tensor>& tensors, const char* collective) {
+    TORCH_CHECK(tensors.size() == 1, "torch_mtia.distributed: ", collective,
+                " takes one tensor per process (one device per rank), got ", tensors.size());
+    checkDense(tensors[0], collective, "the tensor");
+    return tensors[0];
+}
+
+int32_t kernelOp(const c10d::ReduceOp& op, const char* collective) {
+    switch (op.op_) {
+    case c10d::ReduceOp::SUM: return mtiaTorchDistSum;
+    case c10d::ReduceOp::AVG: return mtiaTorchDistAvg;
+    case c10d::ReduceOp::PRODUCT: return mtiaTorchDistProduct;
+    case c10d::ReduceOp::MIN: return mtiaTorchDistMin;
+    case c10d::ReduceOp::MAX: return mtiaTorchDistMax;
+    default:
+        TORCH_CHECK(false, "torch_mtia.distributed: ", collective,
+                    ": the mtia backend does not "
+                    "support this reduce op yet (supported: SUM, AVG, PRODUCT, MIN, MAX)");
+    }
+}
+
+int32_t reducibleDtype(const at::Tensor& t, const char* collective) {
+    TORCH_CHECK(kernelSupports(t.scalar_type()), "torch_mtia.distributed: ", collective,
+                ": the mtia backend cannot reduce ", t.scalar_type(), " tensors");
+    return kernelDtype(t.scalar_type());
+}
+
+char* bytesOf(const at::Tensor& t) {
+    return static_cast<char*>(t.data_ptr());
+}
+
+void copyAsync(char* dst, const char* src, size_t bytes, mtiaStream_t stream) {
+    if (bytes != 0) MTIA_CHECK(mtiaMemcpyAsync(dst, src, bytes, mtiaMemcpyDefault, stream));
+}
+
+// The caching allocator must not hand the tensors' memory out again before the group's stream
+// is done with it, even if the caller drops them first (NCCL's recordStream on its stream).
+void recordOnStream(const std::vector<at::Tensor>& tensors, mtiaStream_t stream) {
+    for (const at::Tensor& t : tensors) {
+        void* base = t.storage().mutable_data();
+        if (base != nullptr) MTIA_CHECK(mtiaRecordStream(base, stream));
+    }
+}
+
+}  // namespace
+
+MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                         std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {}
+
+MtiaBackend::~MtiaBackend() = default;
+
+SameHostComm& MtiaBackend::comm(const at::Tensor& t) {
+    const c10::DeviceIndex device = t.device().index();
+    if (!comm_) {
+        comm_ = std::make_unique<SameHostComm>(store_, rank_, size_, device, timeout_);
+    }
+    TORCH_CHECK(comm_->device() == device, "torch_mtia.distributed: rank ", rank_,
+                " used mtia:", static_cast<int>(comm_->device()),
+                " with this process group "
+                "before and now mtia:",
+                static_cast<int>(device),
+                ": the mtia backend supports one device per rank and group");
+    return *comm_;
+}
+
+void MtiaBackend::joinCaller(SameHostComm& c) {
+    DeviceScope scope(c.device());
+    mtiaEvent_t event = nullptr;
+    MTIA_CHECK(mtiaEventCreateWithFlags(&event, mtiaEventDisableTiming));
+    const mtiaError_t recorded = mtiaEventRecord(event, streamHandle(currentStream(c.device())));
+    const mtiaError_t waited =
+        recorded == mtiaSuccess ? mtiaStreamWaitEvent(c.stream(), event, 0) : recorded;
+    mtiaEventDestroy(event);
+    MTIA_CHECK(waited);
+}
+
+void MtiaBackend::storeBarrier(uint64_t n) {
+    const std::string key = "step/" + std::to_string(n);
+    if (store_->add(key, 1) == size_) {
+        store_->set(key + "/go", std::vector<uint8_t>{1});
+    } else {
+        store_->wait({key + "/go"}, timeout_);
+    }
+    // Every rank has passed barrier n - 1 to arrive here, so nobody waits on n - 2's keys any more:
+    // dropping them keeps the store from growing with every step.
+    if (rank_ == 0 && n >= 2) {
+        const std::string old = "step/" + std::to_string(n - 2);
+        try {
+            store_->deleteKey(old);
+            store_->deleteKey(old + "/go");
+        } catch (const c10::Error&) {
+            // A store without deleteKey only keeps the keys.
+        }
+    }
+}
+
+// Why one store barrier per step is enough: an IPC event shows the exporter's latest record as of
+// the wait (mtia_ipc.h). After barrier k, a peer's ready[k % 2] holds its record of step k (its
+// next record of that event, step k + 2, needs barrier k + 1, which needs this rank). Before
+// barrier k, a peer's done[k % 2] holds its record of step k - 2 (made before it arrived at
+// barrier k - 1, which this rank has passed) and not yet step k's. So each wait sees exactly the
+// record it needs.
+void MtiaBackend::step(SameHostComm& c, const Fill& fill, const Consume& consume) {
+    const int parity = static_cast<int>(steps_ & 1);
+    for (int r = 0; r < size_; ++r) {
+        if (r != rank_) MTIA_CHECK(mtiaStreamWaitEvent(c.stream(), c.done(r, parity), 0));
+    }
+    fill(c.staging(rank_, parity));
+    MTIA_CHECK(mtiaEventRecord(c.ready(rank_, parity), c.stream()));
+    storeBarrier(steps_);
+    for (int r = 0; r < size_; ++r) {
+        if (r != rank_) MTIA_CHECK(mtiaStreamWaitEvent(c.stream(), c.ready(r, parity), 0));
+    }
+    consume(parity);
+    MTIA_CHECK(mtiaEventRecord(c.done(rank_, parity), c.stream()));
+    ++steps_;
+}
+
+void MtiaBackend::reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::ScalarType type,
+                             int32_t op, int64_t count, char* dst) {
+    mtiaTorchDistReduce p{};
+    p.dtype = kernelDtype(type);
+    p.op = op;
+    p.sources = size_;
+    p.count = count;
+    for (int r = 0; r < size_; ++r) {
+        p.src[r] = reinterpret_cast<uint64_t>(c.staging(r, parity) + srcOffset);
+    }
+    p.dst = reinterpret_cast<uint64_t>(dst);
+    static ModuleKernel kernel("mtia_torch_dist_reduce");
+    kernel.launch(p, gridFor(static_cast<uint64_t>(count)));
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                      const c10d::BroadcastOptions& opts) {
+    const at::Tensor& t = onlyTensor(tensors, "broadcast");
+    const int root = static_cast<int>(opts.rootRank);
+    TORCH_CHECK(root >= 0 && root < size_, "torch_mtia.distributed: broadcast: root rank ", root,
+                " is not in the group of ", size_);
+    SameHostComm& c = comm(t);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    const size_t total = t.nbytes();
+    char* data = bytesOf(t);
+    for (size_t off = 0; off < total; off += c.stagingBytes()) {
+        const size_t len = std::min(c.stagingBytes(), total - off);
+        step(
+            c,
+            [&](char* mine) {
+                if (rank_ == root) copyAsync(mine, data + off, len, c.stream());
+            },
+            [&](int parity) {
+                if (rank_ != root) copyAsync(data + off, c.staging(root, parity), len, c.stream());
+            });
+    }
+    recordOnStream(tensors, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::BROADCAST, "mtia:broadcast",
+                                         t.device(), c.stream(), tensors, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+    onlyTensor(tensors, "allreduce");
+    c10d::AllreduceCoalescedOptions coalesced;
+    coalesced.reduceOp = opts.reduceOp;
+    coalesced.timeout = opts.timeout;
+    coalesced.asyncOp = opts.asyncOp;
+    return allreduce_coalesced(tensors, coalesced);
+}
+
+// Each rank reduces the whole of every chunk itself, reading every rank's staging buffer (one
+// synchronisation per chunk). Reduce-scatter then all-gather would spread the arithmetic but needs
+// a second synchronisation per chunk; which pays off where is for the benchmark to tell.
+c10::intrusive_ptr<c10d::Work>
+MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                 const c10d::AllreduceCoalescedOptions& opts) {
+    TORCH_CHECK(!tensors.empty(), "torch_mtia.distributed: allreduce_coalesced: no tensors");
+    const int32_t op = kernelOp(opts.reduceOp, "allreduce");
+    for (const at::Tensor& t : tensors) {
+        checkDense(t, "allreduce", "each tensor");
+        reducibleDtype(t, "allreduce");
+    }
+    SameHostComm& c = comm(tensors[0]);
+    for (const at::Tensor& t : tensors) comm(t);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    for (const at::Tensor& t : tensors) {
+        const size_t es = t.element_size();
+        const size_t chunk = c.stagingBytes() / es;
+        const size_t n = static_cast<size_t>(t.numel());
+        char* data = bytesOf(t);
+        for (size_t off = 0; off < n; off += chunk) {
+            const size_t len = std::min(chunk, n - off);
+            step(
+                c, [&](char* mine) { copyAsync(mine, data + off * es, len * es, c.stream()); },
+                [&](int parity) {
+                    reduceInto(c, parity, 0, t.scalar_type(), op, static_cast<int64_t>(len),
+                               data + off * es);
+                });
+        }
+    }
+    recordOnStream(tensors, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::ALLREDUCE, "mtia:all_reduce",
+                                         tensors[0].device(), c.stream(), tensors, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                      std::vector<at::Tensor>& inputs,
+                                                      const c10d::AllgatherOptions& /*opts*/) {
+    const at::Tensor& in = onlyTensor(inputs, "allgather");
+    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
+                "torch_mtia.distributed: allgather: expected one list of ", size_,
+                " output tensors");
+    for (const at::Tensor& o : outputs[0]) {
+        checkDense(o, "allgather", "each output");
+        TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                    "torch_mtia.distributed: allgather: each output must have the input's "
+                    "element count and dtype");
+    }
+    SameHostComm& c = comm(in);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    const size_t total = in.nbytes();
+    const char* src = bytesOf(in);
+    for (size_t off = 0; off < total; off += c.stagingBytes()) {
+        const size_t len = std::min(c.stagingBytes(), total - off);
+        step(
+            c, [&](char* mine) { copyAsync(mine, src + off, len, c.stream()); },
+            [&](int parity) {
+                for (int r = 0; r < size_; ++r) {
+                    copyAsync(bytesOf(outputs[0][r]) + off, c.staging(r, parity), len, c.stream());
+                }
+            });
+    }
+    std::vector<at::Tensor> kept = outputs[0];
+    kept.push_back(in);
+    recordOnStream(kept, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::ALLGATHER, "mtia:all_gather",
+                                         in.device(), c.stream(), inputs, outputs[0]);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                            const c10d::AllgatherOptions& opts) {
+    checkDense(input, "_allgather_base", "the input");
+    checkDense(output, "_allgather_base", "the output");
+    TORCH_CHECK(output.numel() == input.numel() * size_ &&
+                    output.scalar_type() == input.scalar_type(),
+                "torch_mtia.distributed: _allgather_base: the output must have world size (", size_,
+                ") times the input's elements and its dtype");
+    // The output as world-size views, one per rank: the same steps as allgather.
+    std::vector<std::vector<at::Tensor>> outputs{output.view({-1}).chunk(size_)};
+    if (input.numel() == 0) {
+        outputs[0].assign(size_, output.view({-1}));
+    }
+    std::vector<at::Tensor> inputs{input};
+    auto work = allgather(outputs, inputs, opts);
+    return work;
+}
+
+c10::intrusive_ptr<c10d::Work>
+MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                            std::vector<std::vector<at::Tensor>>& inputs,
+                            const c10d::ReduceScatterOptions& opts) {
+    const at::Tensor& out = onlyTensor(outputs, "reduce_scatter");
+    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
+                "torch_mtia.distributed: reduce_scatter: expected one list of ", size_,
+                " input tensors");
+    for (const at::Tensor& i : inputs[0]) {
+        checkDense(i, "reduce_scatter", "each input");
+        TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
+                    "torch_mtia.distributed: reduce_scatter: each input must have the output's "
+                    "element count and dtype");
+    }
+    const int32_t op = kernelOp(opts.reduceOp, "reduce_scatter");
+    reducibleDtype(out, "reduce_scatter");
+    SameHostComm& c = comm(out);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    const size_t es = out.element_size();
+    // Each step stages the same slice of the input for every rank: slice d goes to rank d.
+    const size_t chunk = c.stagingBytes() / (es * static_cast<size_t>(size_));
+    const size_t n = static_cast<size_t>(out.numel());
+    char* dst = bytesOf(out);
+    for (size_t off = 0; off < n; off += chunk) {
+        const size_t len = std::min(chunk, n - off);
+        step(
+            c,
+            [&](char* mine) {
+                for (int d = 0; d < size_; ++d) {
+                    copyAsync(mine + d * len * es, bytesOf(inputs[0][d]) + off * es, len * es,
+                              c.stream());
+                }
+            },
+            [&](int parity) {
+                reduceInto(c, parity, rank_ * len * es, out.scalar_type(), op,
+                           static_cast<int64_t>(len), dst + off * es);
+            });
+    }
+    std::vector<at::Tensor> kept = inputs[0];
+    kept.push_back(out);
+    recordOnStream(kept, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::REDUCE_SCATTER, "mtia:reduce_scatter",
+                                         out.device(), c.stream(), inputs[0], outputs);
+}
+
+c10::intrusive_ptr<c10d::Work>
+MtiaBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                  const c10d::ReduceScatterOptions& opts) {
+    checkDense(input, "_reduce_scatter_base", "the input");
+    checkDense(output, "_reduce_scatter_base", "the output");
+    TORCH_CHECK(input.numel() == output.numel() * size_ &&
+                    output.scalar_type() == input.scalar_type(),
+                "torch_mtia.distributed: _reduce_scatter_base: the input must have world size (",
+                size_, ") times the output's elements and its dtype");
+    std::vector<std::vector<at::Tensor>> inputs{input.view({-1}).chunk(size_)};
+    if (output.numel() == 0) inputs[0].assign(size_, input.view({-1}));
+    std::vector<at::Tensor> outputs{output};
+    return reduce_scatter(outputs, inputs, opts);
+}
+
+// Every rank's collectives queued before it have finished on its device when barrier returns
+// (the host waits for the group's stream, then meets the other ranks at the store).
+c10::intrusive_ptr<c10d::Work> MtiaBackend::barrier(const c10d::BarrierOptions& opts) {
+    c10::DeviceIndex device = currentDevice();
+    if (opts.device.has_value() && opts.device->type() == c10::DeviceType::MTIA &&
+        opts.device->has_index()) {
+        device = opts.device->index();
+    } else if (!opts.device_ids.empty()) {
+        device = static_cast<c10::DeviceIndex>(opts.device_ids[0]);
+    }
+    SameHostComm& c =
+        comm_ ? *comm_
+              : comm(at::empty({0}, at::TensorOptions().device(c10::DeviceType::MTIA, device)));
+    MTIA_CHECK(mtiaStreamSynchronize(c.stream()));
+    storeBarrier(steps_++);
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::BARRIER, "mtia:barrier",
+                                         c10::Device(c10::DeviceType::MTIA, c.device()), c.stream(),
+                                         std::vector<at::Tensor>{}, std::vector<at::Tensor>{});
+}
+
+}  // namespace torch_mtia::dist

@@ -1,0 +1,74 @@
+// The c10d backend "mtia" (torch_mtia.distributed registers it for devices=["mtia"]): the
+// collectives of a process group on MTIA tensors, for ranks that share one simulated machine
+// (dist_peers.h). Each collective is queued on the group's stream after the caller's current
+// stream and returns an MtiaWork (dist_work.h). Collectives not implemented yet raise a
+// RuntimeError that names them.
+//
+// Thread safety: one thread per group at a time, as c10d requires of every rank's calls to a
+// group (collectives must be called in the same order by every rank). Blocking: each step of a
+// collective (at most MTIA_DIST_STAGING_BYTES of a tensor) waits on the host until every rank has
+// queued it (a barrier through the store), not for the device; barrier() waits for the device.
+#pragma once
+
+#include "dist_peers.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <functional>
+#include <memory>
+
+namespace torch_mtia::dist {
+
+class MtiaBackend : public c10d::Backend {
+public:
+    MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                std::chrono::milliseconds timeout);
+    ~MtiaBackend() override;
+
+    const std::string getBackendName() const override { return "mtia"; }
+
+    c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                             const c10d::BroadcastOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                             const c10d::AllreduceOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                        const c10d::AllreduceCoalescedOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                             std::vector<at::Tensor>& inputs,
+                                             const c10d::AllgatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                   const c10d::AllgatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                  std::vector<std::vector<at::Tensor>>& inputs,
+                                                  const c10d::ReduceScatterOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                         const c10d::ReduceScatterOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+private:
+    // A step's part: fill writes this rank's staging buffer, consume reads everyone's (both on
+    // the group's stream, which is current while they run).
+    using Fill = std::function<void(char* mine)>;
+    using Consume = std::function<void(int parity)>;
+
+    SameHostComm& comm(const at::Tensor& t);
+    // Queues one step on the group's stream: wait until peers are done reading this rank's buffer
+    // of the step's parity (two steps ago), fill it, record ready, meet every rank at the store,
+    // wait for their ready, consume, record done.
+    void step(SameHostComm& c, const Fill& fill, const Consume& consume);
+    // Every rank has arrived at barrier number n (through the store; timeout_ applies).
+    void storeBarrier(uint64_t n);
+    // The group's stream waits for the caller's current stream.
+    void joinCaller(SameHostComm& c);
+    void reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::ScalarType type, int32_t op,
+                    int64_t count, char* dst);
+
+    c10::intrusive_ptr<c10d::Store> store_;
+    std::chrono::milliseconds timeout_;
+    std::unique_ptr<SameHostComm> comm_;
+    uint64_t steps_ = 0;
+};
+
+}  // namespace torch_mtia::dist

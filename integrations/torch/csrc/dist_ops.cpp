@@ -1,0 +1,194 @@
+// c10d's collectives on MTIA tensors. ProcessGroup's methods call c10d::* operators through the
+// dispatcher, and PyTorch 2.13 implements them for CPU, CUDA and PrivateUse1 only (Ops.cpp); for
+// MTIA tensors they are implemented here, each passing its arguments on to the group's backend
+// for the MTIA device type (the "mtia" backend, or whichever backend the group registered for
+// devices=["mtia"]). Collectives the backend does not implement raise c10::Error naming them.
+#include <ATen/core/op_registration/op_registration.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/library.h>
+
+namespace torch_mtia::dist {
+
+namespace {
+
+using c10d::ProcessGroup;
+using c10d::ReduceOp;
+using c10d::Work;
+using PG = c10::intrusive_ptr<ProcessGroup>;
+using TensorLists = std::vector<std::vector<at::Tensor>>;
+
+c10::intrusive_ptr<c10d::Backend> backendOf(const PG& pg) {
+    return pg->getBackend(c10::DeviceType::MTIA);
+}
+
+[[noreturn]] void unsupported(const char* collective) {
+    TORCH_CHECK(false, "torch.distributed: the mtia backend does not support ", collective,
+                " yet (implemented: broadcast, all_reduce (sum, avg, product, min, max), "
+                "all_gather, all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, "
+                "barrier)");
+}
+
+std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
+broadcastMtia(at::TensorList tensors, const PG& pg, int64_t root, int64_t rootTensor, bool asyncOp,
+              int64_t timeout) {
+    auto list = tensors.vec();
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    opts.rootTensor = rootTensor;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->broadcast(list, opts);
+    return {std::move(list), work};
+}
+
+std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
+allreduceMtia(at::TensorList tensors, const PG& pg, const c10::intrusive_ptr<ReduceOp>& op,
+              const std::optional<at::Tensor>& sparseIndices, bool asyncOp, int64_t timeout) {
+    TORCH_CHECK(!sparseIndices.has_value(), "torch.distributed: the mtia backend does not "
+                                            "support sparse all_reduce yet");
+    auto list = tensors.vec();
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = *op;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->allreduce(list, opts);
+    return {std::move(list), work};
+}
+
+c10::intrusive_ptr<Work> allreduceCoalescedMtia(at::TensorList tensors, const PG& pg,
+                                                const c10::intrusive_ptr<ReduceOp>& op,
+                                                bool asyncOp, int64_t timeout) {
+    auto list = tensors.vec();
+    c10d::AllreduceCoalescedOptions opts;
+    opts.reduceOp = *op;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->allreduce_coalesced(list, opts);
+}
+
+std::tuple<TensorLists, c10::intrusive_ptr<Work>> allgatherMtia(const TensorLists& outputs,
+                                                                at::TensorList inputs, const PG& pg,
+                                                                bool asyncOp, int64_t timeout) {
+    auto outs = outputs;
+    auto ins = inputs.vec();
+    c10d::AllgatherOptions opts;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->allgather(outs, ins, opts);
+    return {std::move(outs), work};
+}
+
+std::tuple<at::Tensor, c10::intrusive_ptr<Work>> allgatherBaseMtia(at::Tensor& output,
+                                                                   at::Tensor& input, const PG& pg,
+                                                                   bool asyncOp, int64_t timeout) {
+    c10d::AllgatherOptions opts;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->_allgather_base(output, input, opts);
+    return {output, work};
+}
+
+std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
+reduceScatterMtia(const at::TensorList& outputs, const TensorLists& inputs, const PG& pg,
+                  const c10::intrusive_ptr<ReduceOp>& op, bool asyncOp, int64_t timeout) {
+    auto outs = outputs.vec();
+    auto ins = inputs;
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = *op;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->reduce_scatter(outs, ins, opts);
+    return {std::move(outs), work};
+}
+
+std::tuple<at::Tensor, c10::intrusive_ptr<Work>>
+reduceScatterBaseMtia(at::Tensor& output, at::Tensor& input, const PG& pg,
+                      const c10::intrusive_ptr<ReduceOp>& op, bool asyncOp, int64_t timeout) {
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = *op;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->_reduce_scatter_base(output, input, opts);
+    return {output, work};
+}
+
+c10::intrusive_ptr<Work> barrierMtia(at::Tensor tensor, const PG& pg,
+                                     const std::vector<int64_t>& deviceIds, bool asyncOp,
+                                     int64_t timeout) {
+    c10d::BarrierOptions opts;
+    opts.device_ids = deviceIds;
+    opts.device = tensor.device();
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->barrier(opts);
+}
+
+// The rest of c10d's operators, until the backend implements them.
+c10::intrusive_ptr<Work> reduceMtia(at::TensorList, const PG&, const c10::intrusive_ptr<ReduceOp>&,
+                                    int64_t, int64_t, bool, int64_t) {
+    unsupported("reduce");
+}
+c10::intrusive_ptr<Work> gatherMtia(const TensorLists&, const at::TensorList&, const PG&, int64_t,
+                                    bool, int64_t) {
+    unsupported("gather");
+}
+std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
+scatterMtia(const at::TensorList&, const TensorLists&, const PG&, int64_t, bool, int64_t) {
+    unsupported("scatter");
+}
+c10::intrusive_ptr<Work> alltoallBaseMtia(at::Tensor&, at::Tensor&, const PG&, std::vector<int64_t>,
+                                          std::vector<int64_t>, bool, int64_t) {
+    unsupported("all_to_all_single (alltoall_base)");
+}
+std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
+alltoallMtia(const at::TensorList&, const at::TensorList&, const PG&, bool, int64_t) {
+    unsupported("all_to_all (alltoall)");
+}
+c10::intrusive_ptr<Work> sendMtia(at::TensorList, const PG&, int64_t, int64_t) {
+    unsupported("send");
+}
+c10::intrusive_ptr<Work> recvMtia(at::TensorList, const PG&, int64_t, int64_t) {
+    unsupported("recv");
+}
+c10::intrusive_ptr<Work> recvAnySourceMtia(at::TensorList, const PG&, int64_t) {
+    unsupported("recv (any source)");
+}
+c10::intrusive_ptr<Work> allgatherCoalescedMtia(const TensorLists&, const at::TensorList&,
+                                                const PG&, bool) {
+    unsupported("all_gather_coalesced");
+}
+c10::intrusive_ptr<Work> allgatherIntoTensorCoalescedMtia(at::TensorList, at::TensorList, const PG&,
+                                                          bool) {
+    unsupported("all_gather_into_tensor_coalesced");
+}
+c10::intrusive_ptr<Work> reduceScatterTensorCoalescedMtia(at::TensorList, at::TensorList, const PG&,
+                                                          const c10::intrusive_ptr<ReduceOp>&, bool,
+                                                          int64_t) {
+    unsupported("reduce_scatter_tensor_coalesced");
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(c10d, MTIA, m) {
+    m.impl("broadcast_", broadcastMtia);
+    m.impl("allreduce_", allreduceMtia);
+    m.impl("allreduce_coalesced_", allreduceCoalescedMtia);
+    m.impl("allgather_", allgatherMtia);
+    m.impl("_allgather_base_", allgatherBaseMtia);
+    m.impl("reduce_scatter_", reduceScatterMtia);
+    m.impl("_reduce_scatter_base_", reduceScatterBaseMtia);
+    m.impl("barrier", barrierMtia);
+    m.impl("reduce_", reduceMtia);
+    m.impl("gather_", gatherMtia);
+    m.impl("scatter_", scatterMtia);
+    m.impl("alltoall_base_", alltoallBaseMtia);
+    m.impl("alltoall_", alltoallMtia);
+    m.impl("send", sendMtia);
+    m.impl("recv_", recvMtia);
+    m.impl("recv_any_source_", recvAnySourceMtia);
+    m.impl("allgather_coalesced_", allgatherCoalescedMtia);
+    m.impl("allgather_into_tensor_coalesced_", allgatherIntoTensorCoalescedMtia);
+    m.impl("reduce_scatter_tensor_coalesced_", reduceScatterTensorCoalescedMtia);
+}
+
+}  // namespace torch_mtia::dist
