@@ -59,7 +59,13 @@ void reduceRange(const mtiaTorchDistReduce& p, Range r) {
             int64_t v = loadInt(src[0] + i * size, D);
             for (int s = 1; s < p.sources; ++s)
                 v = combineInt(op, v, loadInt(src[s] + i * size, D));
-            if (op == mtiaTorchDistAvg) v /= p.sources;
+            if (op == mtiaTorchDistAvg) {
+                // The sum wraps in the dtype before the division, as NCCL's (the sum is exact
+                // modulo the dtype's range, not beyond it).
+                char wrapped[8];
+                storeInt(wrapped, D, v);
+                v = loadInt(wrapped, D) / p.sources;
+            }
             storeInt(dst + i * size, D, v);
         }
     }

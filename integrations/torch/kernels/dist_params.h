@@ -21,7 +21,7 @@ typedef enum mtiaTorchDistOp {
  * another process's buffer on another device of the machine, mapped into this one with
  * mtiaIpcOpenMemHandle. Floating values combine in double and round once; integers combine in
  * int64 with wrap-around; bool sum is or, product is and. Avg divides the sum by sources (integers:
- * truncating, as NCCL's ncclAvg). */
+ * the sum wrapped to the dtype, then truncating division, as NCCL's ncclAvg). */
 typedef struct mtiaTorchDistReduce {
     int32_t dtype;   /* mtiaTorchDtype */
     int32_t op;      /* mtiaTorchDistOp */

@@ -1,0 +1,246 @@
+"""torch.distributed over MTIA tensors with torch_mtia's c10d backend "mtia" (same-host path).
+
+Each test starts its ranks as fresh interpreters (a process forked after the runtime started cannot
+use it) running this file's worker on a FileStore. A worker checks every collective against gloo run
+on the same data as CPU tensors in a second group on the same store; the staging buffers are made
+small (MTIA_DIST_STAGING_BYTES) so that the larger tensors take many synchronised steps through both
+staging buffers.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+WORKER_TIMEOUT_S = 240
+
+FLOATING = ["float32", "float64", "float16", "bfloat16"]
+INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
+
+
+def _run(world, scenario, extra_env=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env["MTIA_DIST_STAGING_BYTES"] = str(64 * 1024)
+        env.update(extra_env or {})
+        store = os.path.join(tmp, "store")
+        procs = [
+            subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for rank in range(world)
+        ]
+        outputs = []
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=WORKER_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                raise
+            outputs.append((p.returncode, out))
+        for rank, (rc, out) in enumerate(outputs):
+            assert rc == 0, f"rank {rank} of {world} failed ({scenario}):\n{out}"
+            assert f"rank {rank} ok" in out, out
+
+
+def test_collectives_two_ranks():
+    _run(2, "collectives")
+
+
+def test_collectives_four_ranks():
+    # Four ranks need four devices: a machine of its own, so that the registry of the test's
+    # two-device machine is left as it is.
+    machine = os.environ.get("MTIA_SIM_MACHINE", "default") + "-dist4"
+    _run(4, "collectives_small", {"MTIA_SIM_DEVICES": "4", "MTIA_SIM_MACHINE": machine})
+
+
+def test_streams_and_errors():
+    _run(2, "streams")
+
+
+# ---- the worker (runs in each rank's process) ----
+
+def _worker(scenario, rank, world, store_path):
+    import torch
+    import torch.distributed as dist
+
+    import torch_mtia  # noqa: F401  (registers the backend)
+
+    torch.mtia.set_device(rank)
+    store = dist.FileStore(store_path, world)
+    dist.init_process_group("mtia", store=store, rank=rank, world_size=world)
+    gloo = dist.new_group(backend="gloo")
+    device = torch.device("mtia", rank)
+
+    def data(dtype, n, salt, r=rank, low=-4, high=5):
+        # The same values on every rank that asks for rank r's data: seeded by (r, salt).
+        g = torch.Generator().manual_seed(1000 * r + salt)
+        if dtype == torch.bool:
+            return torch.randint(0, 2, (n,), generator=g).bool()
+        return torch.randint(low, high, (n,), generator=g).to(dtype)
+
+    def product_data(dtype, n, salt, r=rank):
+        # Factors whose products stay exact in every dtype for four ranks: -2, -1, 1, 2.
+        g = torch.Generator().manual_seed(1000 * r + salt)
+        magnitude = torch.randint(1, 3, (n,), generator=g)
+        sign = torch.randint(0, 2, (n,), generator=g) * 2 - 1
+        return (magnitude * sign).to(dtype)
+
+    def check(got, want, what):
+        got = got.cpu()
+        assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+        if not torch.equal(got, want):
+            bad = (got != want).nonzero()[:5].flatten().tolist()
+            raise AssertionError(f"rank {rank}: {what}: differs at {bad}: got "
+                                 f"{got.flatten()[bad].tolist()}, want {want.flatten()[bad].tolist()}")
+
+    def reference(make, dtype, n, salt, name):
+        # gloo's all_reduce of every rank's data; where gloo lacks the dtype (int16), the same
+        # computed here from every rank's data, in the dtype (wrapping as gloo's would).
+        if dtype != torch.int16:
+            ref = make(dtype, n, salt)
+            dist.all_reduce(ref, op=ops[name], group=gloo)
+            return ref
+        combine = {"sum": torch.add, "product": torch.mul, "min": torch.minimum,
+                   "max": torch.maximum}[name]
+        ref = make(dtype, n, salt, 0)
+        for r in range(1, world):
+            ref = combine(ref, make(dtype, n, salt, r))
+        return ref
+
+    ops = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
+           "max": dist.ReduceOp.MAX}
+
+    def check_allreduce(dtype_name, n, salt):
+        dtype = getattr(torch, dtype_name)
+        for name, op in ops.items():
+            make = product_data if name == "product" else data
+            ref = reference(make, dtype, n, salt, name)
+            t = make(dtype, n, salt).to(device)
+            dist.all_reduce(t, op=op)
+            check(t, ref, f"all_reduce {name} {dtype_name} n={n}")
+        # AVG: gloo has none; the reference is gloo's sum divided by the world size (integers
+        # truncate, as NCCL's ncclAvg).
+        host = data(dtype, n, salt)
+        ref = reference(data, dtype, n, salt, "sum")
+        ref = ref / world if dtype.is_floating_point else torch.div(ref, world, rounding_mode="trunc")
+        t = host.to(device)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        check(t, ref.to(dtype), f"all_reduce avg {dtype_name} n={n}")
+
+    def check_bool(n, salt):
+        # gloo reduces no bool: the reference is computed from every rank's data.
+        g = [torch.Generator().manual_seed(1000 * r + salt) for r in range(world)]
+        every = torch.stack([torch.randint(0, 2, (n,), generator=x).bool() for x in g])
+        for op, want in [(dist.ReduceOp.SUM, every.any(0)), (dist.ReduceOp.MAX, every.any(0)),
+                         (dist.ReduceOp.PRODUCT, every.all(0)), (dist.ReduceOp.MIN, every.all(0))]:
+            t = data(torch.bool, n, salt).to(device)
+            dist.all_reduce(t, op=op)
+            check(t, want, f"all_reduce {op} bool n={n}")
+
+    def check_broadcast(dtype_name, n, salt):
+        dtype = getattr(torch, dtype_name)
+        for root in range(world):
+            host = data(dtype, n, salt + root)
+            if dtype == torch.int16:  # gloo lacks it: the root's data
+                ref = data(dtype, n, salt + root, root)
+            else:
+                ref = host.clone()
+                dist.broadcast(ref, root, group=gloo)
+            t = host.to(device)
+            dist.broadcast(t, root)
+            check(t, ref, f"broadcast root={root} {dtype_name} n={n}")
+
+    def check_gather_scatter(dtype_name, n, salt):
+        dtype = getattr(torch, dtype_name)
+        host = data(dtype, n, salt)
+        if dtype == torch.int16:  # gloo lacks it: every rank's data
+            refs = [data(dtype, n, salt, r) for r in range(world)]
+        else:
+            refs = [torch.empty_like(host) for _ in range(world)]
+            dist.all_gather(refs, host, group=gloo)
+        outs = [torch.full((n,), 7, dtype=dtype, device=device) for _ in range(world)]
+        dist.all_gather(outs, host.to(device))
+        for r in range(world):
+            check(outs[r], refs[r], f"all_gather [{r}] {dtype_name} n={n}")
+        flat = torch.empty(world * n, dtype=dtype, device=device)
+        dist.all_gather_into_tensor(flat, host.to(device))
+        check(flat, torch.cat(refs), f"all_gather_into_tensor {dtype_name} n={n}")
+
+        pieces = [data(dtype, n, salt + 7 + d) for d in range(world)]
+        # gloo has no reduce_scatter: the reference is the all-reduced concatenation's own slice.
+        whole = reference(lambda dt, m, s, r=rank: torch.cat(
+            [data(dt, n, s + 7 + d, r) for d in range(world)]), dtype, world * n, salt, "sum")
+        ref = whole[rank * n:(rank + 1) * n]
+        out = torch.empty(n, dtype=dtype, device=device)
+        dist.reduce_scatter_tensor(out, torch.cat(pieces).to(device))
+        check(out, ref, f"reduce_scatter_tensor {dtype_name} n={n}")
+        out = torch.empty(n, dtype=dtype, device=device)
+        dist.reduce_scatter(out, [p.to(device) for p in pieces], op=dist.ReduceOp.MAX)
+        whole = reference(lambda dt, m, s, r=rank: torch.cat(
+            [data(dt, n, s + 7 + d, r) for d in range(world)]), dtype, world * n, salt, "max")
+        check(out, whole[rank * n:(rank + 1) * n], f"reduce_scatter max {dtype_name} n={n}")
+
+    if scenario in ("collectives", "collectives_small"):
+        small = scenario == "collectives_small"
+        sizes = [1, 7, 100003] if not small else [1, 7, 40001]
+        dtypes = FLOATING + INTEGRAL if not small else ["float32", "bfloat16", "int64", "int8"]
+        for i, dtype_name in enumerate(dtypes):
+            for n in sizes:
+                check_allreduce(dtype_name, n, salt=10 * i + n % 10)
+                check_broadcast(dtype_name, n, salt=20 * i + n % 10)
+                check_gather_scatter(dtype_name, n, salt=30 * i + n % 10)
+        for n in sizes:
+            check_bool(n, salt=n % 10)
+        if not small:
+            # A few MiB, as many steps of the 64 KiB staging buffers.
+            check_allreduce("float32", 3 * 1024 * 1024 // 4 + 5, salt=99)
+        dist.barrier()
+    elif scenario == "streams":
+        # async_op=True: the work's wait() orders the current stream after the collective.
+        t = data(torch.float32, 1000, 1).to(device)
+        ref = data(torch.float32, 1000, 1)
+        dist.all_reduce(ref, group=gloo)
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()
+        check(t, ref, "async all_reduce")
+        torch.mtia.synchronize()
+        assert work.is_completed()
+        fut = dist.all_reduce(t, async_op=True).get_future()
+        fut.wait()
+        check(t, ref * world, "all_reduce through its future")
+
+        # On a side stream held back by a sleep: the collective must wait for the fill queued
+        # before it on that stream, and a kernel queued after it must see the sum.
+        side = torch.mtia.Stream()
+        with torch.mtia.stream(side):
+            torch_mtia._C.sleep_on_stream(200_000)
+            x = torch.full((4096,), float(rank + 1), device=device)
+            dist.all_reduce(x)
+            y = x * 2
+        side.synchronize()
+        want = float(sum(range(1, world + 1)) * 2)
+        check(y, torch.full((4096,), want), "side-stream all_reduce then a kernel")
+
+        # Collectives that the backend does not implement yet raise, naming the collective.
+        for name, call in [("reduce", lambda: dist.reduce(t, 0)),
+                           ("gather", lambda: dist.gather(t, [t.clone() for _ in range(world)]
+                                                          if rank == 0 else None, 0)),
+                           ("send", lambda: dist.send(t, (rank + 1) % world))]:
+            try:
+                call()
+            except RuntimeError as e:
+                assert name in str(e) and "mtia backend does not support" in str(e), str(e)
+            else:
+                raise AssertionError(f"{name} did not raise")
+        dist.barrier()
+    else:
+        raise ValueError(scenario)
+    dist.destroy_process_group()
+    print(f"rank {rank} ok", flush=True)
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
