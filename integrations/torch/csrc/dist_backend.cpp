@@ -62,7 +62,11 @@ void copyAsync(char* dst, const char* src, size_t bytes, mtiaStream_t stream) {
 void recordOnStream(const std::vector<at::Tensor>& tensors, mtiaStream_t stream) {
     for (const at::Tensor& t : tensors) {
         void* base = t.storage().mutable_data();
-        if (base != nullptr) MTIA_CHECK(mtiaRecordStream(base, stream));
+        if (base == nullptr) continue;
+        // Memory the caching allocator did not hand out (from_blob over an mtiaMalloc of the
+        // caller's) is not reused behind the caller's back: nothing to record.
+        const mtiaError_t status = mtiaRecordStream(base, stream);
+        if (status != mtiaErrorInvalidValue) MTIA_CHECK(status);
     }
 }
 
