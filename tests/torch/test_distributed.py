@@ -1,4 +1,5 @@
-"""torch.distributed over MTIA tensors with torch_mtia's c10d backend "mtia" (same-host path).
+"""torch.distributed over MTIA tensors with torch_mtia's c10d backend "mtia" (same-host path), and
+DistributedDataParallel over it.
 
 Each test starts its ranks as fresh interpreters (a process forked after the runtime started cannot
 use it) running this file's worker on a FileStore. A worker checks every collective against gloo run
@@ -58,6 +59,10 @@ def test_collectives_four_ranks():
 
 def test_streams_and_errors():
     _run(2, "streams")
+
+
+def test_ddp_two_ranks():
+    _run(2, "ddp")
 
 
 # ---- the worker (runs in each rank's process) ----
@@ -236,6 +241,29 @@ def _worker(scenario, rank, world, store_path):
             else:
                 raise AssertionError(f"{name} did not raise")
         dist.barrier()
+    elif scenario == "ddp":
+        # DistributedDataParallel averages the gradients with all_reduce (through its futures):
+        # one SGD step on each rank's half of the batch gives the parameters of one process
+        # stepping on the whole batch.
+        def model():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                       torch.nn.Linear(32, 4))
+
+        def batch(r):
+            return torch.randn(8, 16, generator=torch.Generator().manual_seed(r))
+
+        local = model().to(device)
+        ddp = torch.nn.parallel.DistributedDataParallel(local)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        ddp(batch(rank).to(device)).square().mean().backward()
+        opt.step()
+        ref = model()
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        ref(torch.cat([batch(r) for r in range(world)])).square().mean().backward()
+        ref_opt.step()
+        for got, want in zip(local.parameters(), ref.parameters()):
+            torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-5, atol=1e-6)
     else:
         raise ValueError(scenario)
     dist.destroy_process_group()
