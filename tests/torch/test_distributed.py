@@ -21,7 +21,7 @@ FLOATING = ["float32", "float64", "float16", "bfloat16"]
 INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
 
 
-def _run(world, scenario, extra_env=None):
+def _run(world, scenario, extra_env=None, rank_env=None):
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         env["MTIA_DIST_STAGING_BYTES"] = str(64 * 1024)
@@ -29,7 +29,8 @@ def _run(world, scenario, extra_env=None):
         store = os.path.join(tmp, "store")
         procs = [
             subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             env=dict(env, **(rank_env(rank) if rank_env else {})),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for rank in range(world)
         ]
         outputs = []
@@ -59,6 +60,13 @@ def test_collectives_four_ranks():
 
 def test_streams_and_errors():
     _run(2, "streams")
+
+
+def test_ranks_on_two_machines_refused():
+    # Two simulated machines share no device memory: until the cross-host path exists, a group
+    # spanning them must fail at its first collective, on every rank, naming the machines.
+    base = os.environ.get("MTIA_SIM_MACHINE", "default")
+    _run(2, "two_machines", rank_env=lambda rank: {"MTIA_SIM_MACHINE": f"{base}-m{rank}"})
 
 
 def test_ddp_two_ranks():
@@ -241,6 +249,14 @@ def _worker(scenario, rank, world, store_path):
             else:
                 raise AssertionError(f"{name} did not raise")
         dist.barrier()
+    elif scenario == "two_machines":
+        t = torch.ones(4, device=device)
+        try:
+            dist.all_reduce(t)
+        except RuntimeError as e:
+            assert "cross-host path" in str(e) and "machine" in str(e), str(e)
+        else:
+            raise AssertionError("all_reduce across two simulated machines did not raise")
     elif scenario == "ddp":
         # DistributedDataParallel averages the gradients with all_reduce (through its futures):
         # one SGD step on each rank's half of the batch gives the parameters of one process
