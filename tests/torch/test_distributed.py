@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -19,6 +20,8 @@ WORKER_TIMEOUT_S = 240
 
 FLOATING = ["float32", "float64", "float16", "bfloat16"]
 INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
+# The rooted collectives and all_to_all move bytes as the others do: a few dtypes suffice.
+ROOTED = ["float32", "bfloat16", "uint8", "int64"]
 
 
 def _run(world, scenario, extra_env=None, rank_env=None):
@@ -27,24 +30,35 @@ def _run(world, scenario, extra_env=None, rank_env=None):
         env["MTIA_DIST_STAGING_BYTES"] = str(64 * 1024)
         env.update(extra_env or {})
         store = os.path.join(tmp, "store")
+        # Output to files, not pipes: a rank writing more than a pipe holds would block.
+        logs = [open(os.path.join(tmp, f"rank{rank}.log"), "w+") for rank in range(world)]
         procs = [
             subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
                              env=dict(env, **(rank_env(rank) if rank_env else {})),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=logs[rank], stderr=subprocess.STDOUT)
             for rank in range(world)
         ]
-        outputs = []
+        # A rank that fails leaves the others waiting for it at the store (until the group's
+        # timeout): once one has failed, the rest are stopped.
+        deadline = time.monotonic() + WORKER_TIMEOUT_S
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            if any(p.poll() not in (None, 0) for p in procs):
+                break
+            time.sleep(0.1)
         for p in procs:
-            try:
-                out, _ = p.communicate(timeout=WORKER_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise
-            outputs.append((p.returncode, out))
-        for rank, (rc, out) in enumerate(outputs):
-            assert rc == 0, f"rank {rank} of {world} failed ({scenario}):\n{out}"
-            assert f"rank {rank} ok" in out, out
+            if p.poll() is None:
+                p.kill()
+        outputs = []
+        for p, log in zip(procs, logs):
+            rc = p.wait()
+            log.seek(0)
+            outputs.append((rc, log.read()))
+            log.close()
+        # Every rank's failure (those stopped after another failed show exit -9).
+        failures = [f"rank {rank} of {world} ({scenario}), exit {rc}:\n{out}"
+                    for rank, (rc, out) in enumerate(outputs)
+                    if rc != 0 or f"rank {rank} ok" not in out]
+        assert not failures, "\n".join(failures)
 
 
 def test_collectives_two_ranks():
@@ -196,6 +210,41 @@ def _worker(scenario, rank, world, store_path):
             [data(dt, n, s + 7 + d, r) for d in range(world)]), dtype, world * n, salt, "max")
         check(out, whole[rank * n:(rank + 1) * n], f"reduce_scatter max {dtype_name} n={n}")
 
+    def check_rooted(dtype_name, n, salt):
+        # reduce, gather, scatter (each root in turn) and all_to_all_single against gloo.
+        dtype = getattr(torch, dtype_name)
+        for root in range(world):
+            host = data(dtype, n, salt + root)
+            ref = host.clone()
+            dist.reduce(ref, root, op=dist.ReduceOp.MAX, group=gloo)
+            t = host.to(device)
+            dist.reduce(t, root, op=dist.ReduceOp.MAX)
+            # Only the root's result is defined (gloo leaves partial results elsewhere); ours
+            # leaves the other ranks' tensors as they were, as NCCL does.
+            check(t, ref if rank == root else host, f"reduce max root={root} {dtype_name} n={n}")
+
+            refs = [torch.empty_like(host) for _ in range(world)] if rank == root else None
+            dist.gather(host, refs, root, group=gloo)
+            outs = ([torch.zeros(n, dtype=dtype, device=device) for _ in range(world)]
+                    if rank == root else None)
+            dist.gather(host.to(device), outs, root)
+            if rank == root:
+                for r in range(world):
+                    check(outs[r], refs[r], f"gather [{r}] root={root} {dtype_name} n={n}")
+
+            pieces = [data(dtype, n, salt + 50 + d) for d in range(world)]
+            ref = torch.empty(n, dtype=dtype)
+            dist.scatter(ref, pieces if rank == root else None, root, group=gloo)
+            out = torch.zeros(n, dtype=dtype, device=device)
+            dist.scatter(out, [p.to(device) for p in pieces] if rank == root else None, root)
+            check(out, ref, f"scatter root={root} {dtype_name} n={n}")
+        host = data(dtype, world * n, salt + 90)
+        ref = torch.empty_like(host)
+        dist.all_to_all_single(ref, host, group=gloo)
+        out = torch.zeros(world * n, dtype=dtype, device=device)
+        dist.all_to_all_single(out, host.to(device))
+        check(out, ref, f"all_to_all_single {dtype_name} n={n}")
+
     if scenario in ("collectives", "collectives_small"):
         small = scenario == "collectives_small"
         sizes = [1, 7, 100003] if not small else [1, 7, 40001]
@@ -205,6 +254,8 @@ def _worker(scenario, rank, world, store_path):
                 check_allreduce(dtype_name, n, salt=10 * i + n % 10)
                 check_broadcast(dtype_name, n, salt=20 * i + n % 10)
                 check_gather_scatter(dtype_name, n, salt=30 * i + n % 10)
+                if dtype_name in ROOTED:
+                    check_rooted(dtype_name, n, salt=40 * i + n % 10)
         for n in sizes:
             check_bool(n, salt=n % 10)
         if not small:
@@ -238,9 +289,11 @@ def _worker(scenario, rank, world, store_path):
         check(y, torch.full((4096,), want), "side-stream all_reduce then a kernel")
 
         # Collectives that the backend does not implement yet raise, naming the collective.
-        for name, call in [("reduce", lambda: dist.reduce(t, 0)),
-                           ("gather", lambda: dist.gather(t, [t.clone() for _ in range(world)]
-                                                          if rank == 0 else None, 0)),
+        for name, call in [("all_to_all_single with split sizes",
+                            lambda: dist.all_to_all_single(t.clone(), t, [500] * world,
+                                                           [500] * world)),
+                           ("all_to_all", lambda: dist.all_to_all(
+                               [t.clone() for _ in range(world)], [t for _ in range(world)])),
                            ("send", lambda: dist.send(t, (rank + 1) % world))]:
             try:
                 call()

@@ -163,9 +163,7 @@ void MtiaBackend::reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::
 c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                       const c10d::BroadcastOptions& opts) {
     const at::Tensor& t = onlyTensor(tensors, "broadcast");
-    const int root = static_cast<int>(opts.rootRank);
-    TORCH_CHECK(root >= 0 && root < size_, "torch_mtia.distributed: broadcast: root rank ", root,
-                " is not in the group of ", size_);
+    const int root = rootOf(opts.rootRank, "broadcast");
     SameHostComm& c = comm(t);
     joinCaller(c);
     c10::StreamGuard guard(toC10Stream(c.stream()));
@@ -345,6 +343,181 @@ MtiaBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
     if (output.numel() == 0) inputs[0].assign(size_, input.view({-1}));
     std::vector<at::Tensor> outputs{output};
     return reduce_scatter(outputs, inputs, opts);
+}
+
+int MtiaBackend::rootOf(int64_t root, const char* collective) const {
+    TORCH_CHECK(root >= 0 && root < size_, "torch_mtia.distributed: ", collective, ": root rank ",
+                root, " is not in the group of ", size_);
+    return static_cast<int>(root);
+}
+
+// As allreduce, but only the root reduces (into its tensor); the others' tensors stay as they are
+// (NCCL's reduce).
+c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                   const c10d::ReduceOptions& opts) {
+    const at::Tensor& t = onlyTensor(tensors, "reduce");
+    const int root = rootOf(opts.rootRank, "reduce");
+    const int32_t op = kernelOp(opts.reduceOp, "reduce");
+    reducibleDtype(t, "reduce");
+    SameHostComm& c = comm(t);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    const size_t es = t.element_size();
+    const size_t chunk = c.stagingBytes() / es;
+    const size_t n = static_cast<size_t>(t.numel());
+    char* data = bytesOf(t);
+    for (size_t off = 0; off < n; off += chunk) {
+        const size_t len = std::min(chunk, n - off);
+        step(
+            c, [&](char* mine) { copyAsync(mine, data + off * es, len * es, c.stream()); },
+            [&](int parity) {
+                if (rank_ == root) {
+                    reduceInto(c, parity, 0, t.scalar_type(), op, static_cast<int64_t>(len),
+                               data + off * es);
+                }
+            });
+    }
+    recordOnStream(tensors, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::REDUCE, "mtia:reduce", t.device(),
+                                         c.stream(), tensors, tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::GatherOptions& opts) {
+    const at::Tensor& in = onlyTensor(inputs, "gather");
+    const int root = rootOf(opts.rootRank, "gather");
+    std::vector<at::Tensor> outs;
+    if (rank_ == root) {
+        TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
+                    "torch_mtia.distributed: gather: the root expects one list of ", size_,
+                    " output tensors");
+        outs = outputs[0];
+        for (const at::Tensor& o : outs) {
+            checkDense(o, "gather", "each output");
+            TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                        "torch_mtia.distributed: gather: each output must have the input's "
+                        "element count and dtype");
+        }
+    } else {
+        TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                    "torch_mtia.distributed: gather: only the root takes output tensors");
+    }
+    SameHostComm& c = comm(in);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    const size_t total = in.nbytes();
+    const char* src = bytesOf(in);
+    for (size_t off = 0; off < total; off += c.stagingBytes()) {
+        const size_t len = std::min(c.stagingBytes(), total - off);
+        step(
+            c, [&](char* mine) { copyAsync(mine, src + off, len, c.stream()); },
+            [&](int parity) {
+                for (size_t r = 0; r < outs.size(); ++r) {
+                    copyAsync(bytesOf(outs[r]) + off, c.staging(static_cast<int>(r), parity), len,
+                              c.stream());
+                }
+            });
+    }
+    std::vector<at::Tensor> kept = outs;
+    kept.push_back(in);
+    recordOnStream(kept, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::GATHER, "mtia:gather", in.device(),
+                                         c.stream(), inputs, outs);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                    std::vector<std::vector<at::Tensor>>& inputs,
+                                                    const c10d::ScatterOptions& opts) {
+    const at::Tensor& out = onlyTensor(outputs, "scatter");
+    const int root = rootOf(opts.rootRank, "scatter");
+    std::vector<at::Tensor> ins;
+    if (rank_ == root) {
+        TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
+                    "torch_mtia.distributed: scatter: the root expects one list of ", size_,
+                    " input tensors");
+        ins = inputs[0];
+        for (const at::Tensor& i : ins) {
+            checkDense(i, "scatter", "each input");
+            TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
+                        "torch_mtia.distributed: scatter: each input must have the output's "
+                        "element count and dtype");
+        }
+    } else {
+        TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                    "torch_mtia.distributed: scatter: only the root takes input tensors");
+    }
+    SameHostComm& c = comm(out);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    // The root stages the same slice of every rank's input per step: slice d for rank d.
+    const size_t slice = c.stagingBytes() / static_cast<size_t>(size_);
+    const size_t total = out.nbytes();
+    char* dst = bytesOf(out);
+    for (size_t off = 0; off < total; off += slice) {
+        const size_t len = std::min(slice, total - off);
+        step(
+            c,
+            [&](char* mine) {
+                for (size_t d = 0; d < ins.size(); ++d) {
+                    copyAsync(mine + d * len, bytesOf(ins[d]) + off, len, c.stream());
+                }
+            },
+            [&](int parity) {
+                copyAsync(dst + off, c.staging(root, parity) + rank_ * len, len, c.stream());
+            });
+    }
+    std::vector<at::Tensor> kept = ins;
+    kept.push_back(out);
+    recordOnStream(kept, c.stream());
+    return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::SCATTER, "mtia:scatter", out.device(),
+                                         c.stream(), ins, outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                          std::vector<int64_t>& outputSplitSizes,
+                                                          std::vector<int64_t>& inputSplitSizes,
+                                                          const c10d::AllToAllOptions& /*opts*/) {
+    checkDense(input, "all_to_all_single", "the input");
+    checkDense(output, "all_to_all_single", "the output");
+    TORCH_CHECK(outputSplitSizes.empty() && inputSplitSizes.empty(),
+                "torch_mtia.distributed: the mtia backend does not support all_to_all_single "
+                "with split sizes yet (equal splits only)");
+    TORCH_CHECK(input.numel() == output.numel() && input.scalar_type() == output.scalar_type() &&
+                    input.numel() % size_ == 0,
+                "torch_mtia.distributed: all_to_all_single: input and output must have the same "
+                "dtype and element count, divisible by the world size (",
+                size_, ")");
+    SameHostComm& c = comm(input);
+    joinCaller(c);
+    c10::StreamGuard guard(toC10Stream(c.stream()));
+    // Rank r's d-th block goes to rank d's r-th block; each step stages the same part of every
+    // block.
+    const size_t block = input.nbytes() / static_cast<size_t>(size_);
+    const size_t slice = c.stagingBytes() / static_cast<size_t>(size_);
+    const char* src = bytesOf(input);
+    char* dst = bytesOf(output);
+    for (size_t off = 0; off < block; off += slice) {
+        const size_t len = std::min(slice, block - off);
+        step(
+            c,
+            [&](char* mine) {
+                for (int d = 0; d < size_; ++d) {
+                    copyAsync(mine + d * len, src + d * block + off, len, c.stream());
+                }
+            },
+            [&](int parity) {
+                for (int r = 0; r < size_; ++r) {
+                    copyAsync(dst + r * block + off, c.staging(r, parity) + rank_ * len, len,
+                              c.stream());
+                }
+            });
+    }
+    std::vector<at::Tensor> tensors{input, output};
+    recordOnStream(tensors, c.stream());
+    return c10::make_intrusive<MtiaWork>(
+        rank_, c10d::OpType::ALLTOALL_BASE, "mtia:all_to_all", output.device(), c.stream(),
+        std::vector<at::Tensor>{input}, std::vector<at::Tensor>{output});
 }
 
 // Every rank's collectives queued before it have finished on its device when barrier returns

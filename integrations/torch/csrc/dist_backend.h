@@ -45,6 +45,19 @@ public:
     c10::intrusive_ptr<c10d::Work>
     _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                          const c10d::ReduceScatterOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                          const c10d::ReduceOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::GatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                           std::vector<std::vector<at::Tensor>>& inputs,
+                                           const c10d::ScatterOptions& opts) override;
+    // Equal splits only for now (empty split lists); others raise.
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& outputSplitSizes,
+                                                 std::vector<int64_t>& inputSplitSizes,
+                                                 const c10d::AllToAllOptions& opts) override;
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
 private:
@@ -62,6 +75,8 @@ private:
     void storeBarrier(uint64_t n);
     // The group's stream waits for the caller's current stream.
     void joinCaller(SameHostComm& c);
+    // The rank of a root argument, checked against the group.
+    int rootOf(int64_t root, const char* collective) const;
     void reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::ScalarType type, int32_t op,
                     int64_t count, char* dst);
 

@@ -23,9 +23,9 @@ c10::intrusive_ptr<c10d::Backend> backendOf(const PG& pg) {
 
 [[noreturn]] void unsupported(const char* collective) {
     TORCH_CHECK(false, "torch.distributed: the mtia backend does not support ", collective,
-                " yet (implemented: broadcast, all_reduce (sum, avg, product, min, max), "
-                "all_gather, all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, "
-                "barrier)");
+                " yet (implemented: broadcast, all_reduce (sum, avg, product, min, max), reduce, "
+                "all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter, "
+                "reduce_scatter_tensor, all_to_all_single with equal splits, barrier)");
 }
 
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
@@ -123,23 +123,54 @@ c10::intrusive_ptr<Work> barrierMtia(at::Tensor tensor, const PG& pg,
     return backendOf(pg)->barrier(opts);
 }
 
-// The rest of c10d's operators, until the backend implements them.
-c10::intrusive_ptr<Work> reduceMtia(at::TensorList, const PG&, const c10::intrusive_ptr<ReduceOp>&,
-                                    int64_t, int64_t, bool, int64_t) {
-    unsupported("reduce");
+c10::intrusive_ptr<Work> reduceMtia(at::TensorList tensors, const PG& pg,
+                                    const c10::intrusive_ptr<ReduceOp>& op, int64_t root,
+                                    int64_t rootTensor, bool asyncOp, int64_t timeout) {
+    auto list = tensors.vec();
+    c10d::ReduceOptions opts;
+    opts.reduceOp = *op;
+    opts.rootRank = root;
+    opts.rootTensor = rootTensor;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->reduce(list, opts);
 }
-c10::intrusive_ptr<Work> gatherMtia(const TensorLists&, const at::TensorList&, const PG&, int64_t,
-                                    bool, int64_t) {
-    unsupported("gather");
+
+c10::intrusive_ptr<Work> gatherMtia(const TensorLists& outputs, const at::TensorList& inputs,
+                                    const PG& pg, int64_t root, bool asyncOp, int64_t timeout) {
+    auto outs = outputs;
+    auto ins = inputs.vec();
+    c10d::GatherOptions opts;
+    opts.rootRank = root;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->gather(outs, ins, opts);
 }
+
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
-scatterMtia(const at::TensorList&, const TensorLists&, const PG&, int64_t, bool, int64_t) {
-    unsupported("scatter");
+scatterMtia(const at::TensorList& outputs, const TensorLists& inputs, const PG& pg, int64_t root,
+            bool asyncOp, int64_t timeout) {
+    auto outs = outputs.vec();
+    auto ins = inputs;
+    c10d::ScatterOptions opts;
+    opts.rootRank = root;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->scatter(outs, ins, opts);
+    return {std::move(outs), work};
 }
-c10::intrusive_ptr<Work> alltoallBaseMtia(at::Tensor&, at::Tensor&, const PG&, std::vector<int64_t>,
-                                          std::vector<int64_t>, bool, int64_t) {
-    unsupported("all_to_all_single (alltoall_base)");
+
+c10::intrusive_ptr<Work> alltoallBaseMtia(at::Tensor& output, at::Tensor& input, const PG& pg,
+                                          std::vector<int64_t> outputSplits,
+                                          std::vector<int64_t> inputSplits, bool asyncOp,
+                                          int64_t timeout) {
+    c10d::AllToAllOptions opts;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->alltoall_base(output, input, outputSplits, inputSplits, opts);
 }
+
+// The rest of c10d's operators, until the backend implements them.
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
 alltoallMtia(const at::TensorList&, const at::TensorList&, const PG&, bool, int64_t) {
     unsupported("all_to_all (alltoall)");
