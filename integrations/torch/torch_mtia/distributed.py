@@ -9,8 +9,9 @@ mtia) runs its collectives on MTIA tensors here, ordered on the caller's current
 For now every rank of a group must use one simulated machine of one host (one device per rank, at most
 8 ranks); the ranks reduce with device kernels straight from each other's device memory (IPC handles
 exchanged through the group's store). Implemented: broadcast, all_reduce (SUM, AVG, PRODUCT, MIN, MAX;
-bool SUM/AVG is or, PRODUCT is and; integer AVG truncates), all_gather, all_gather_into_tensor,
-reduce_scatter, reduce_scatter_tensor, barrier. The other collectives raise RuntimeError naming them.
+bool SUM/AVG is or, PRODUCT is and; integer AVG truncates), reduce, all_gather, all_gather_into_tensor,
+gather, scatter, reduce_scatter, reduce_scatter_tensor, all_to_all_single with equal splits, barrier.
+The other collectives raise RuntimeError naming them.
 ``MTIA_DIST_STAGING_BYTES`` (default 4 MiB, the same in every rank) sets the size of each of the two
 staging buffers per rank, and so of each synchronised step of a collective.
 """
