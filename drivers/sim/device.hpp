@@ -42,10 +42,13 @@ public:
     // The fault as a word for the runtime to read in place (driver ABI 1.7, deviceGetFaultWord): 0,
     // then 1 for good. std::atomic<uint32_t> is lock-free with uint32_t's layout.
     const uint32_t* faultWord() const { return reinterpret_cast<const uint32_t*>(&faulted_); }
-    // Makes the device faulted; the first message is kept. Thread-safe.
-    void recordFault(std::string message);
-    // mtiaSuccess, or mtiaErrorLaunchFailure with the fault's message as this thread's last error.
+    // Makes the device faulted; the first message and code are kept. code: mtiaErrorIllegalAddress
+    // for memory faults of kernels (signals), else mtiaErrorLaunchFailure. Thread-safe.
+    void recordFault(std::string message, mtiaError_t code = mtiaErrorLaunchFailure);
+    // mtiaSuccess, or the fault's code with its message as this thread's last error.
     mtiaError_t status() const;
+    // The fault's code, without a message: mtiaSuccess while healthy. Thread-safe.
+    mtiaError_t faultCode() const;
 
     void setPeerAccess(int32_t peer, bool enable);
     // Whether [p, p+bytes) is mapped memory of this device or of a peer with access enabled.
@@ -71,6 +74,7 @@ private:
                   sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
     mutable std::mutex faultMu_;
     std::string faultMessage_;
+    mtiaError_t faultCode_ = mtiaSuccess;  // guarded by faultMu_
 
     std::atomic<uint64_t> peers_{0};  // bit p: kernels may access device p's memory
 

@@ -166,7 +166,10 @@ typedef struct mtiaDriverOps {
     mtiaError_t (*deviceGetCount)(int32_t* count);
     /* Writes at most info->structSize bytes and sets structSize to the bytes written. */
     mtiaError_t (*deviceGetInfo)(int32_t dev, mtiaDrvDeviceInfo* info);
-    /* The device's sticky fault (mtiaErrorLaunchFailure once a command faulted), else mtiaSuccess.
+    /* The device's sticky fault, else mtiaSuccess: mtiaErrorIllegalAddress once a kernel faulted on
+     * memory (since 1.8; the simulator: SIGSEGV or SIGBUS in a kernel), mtiaErrorLaunchFailure
+     * once a command faulted otherwise. queueSubmit, queueWait and deviceSynchronize return the
+     * same code for the fault (the runtime accepts either wherever a sticky fault is reported).
      * After a fault, commands still queued on the device complete without running (host functions
      * included, so they must not be relied on for cleanup); timestamps are still written. */
     mtiaError_t (*deviceGetStatus)(int32_t dev);
@@ -202,11 +205,12 @@ typedef struct mtiaDriverOps {
      * bound the commands a queue holds that have not completed, and then makes a submitting thread
      * wait for room (the simulator: MTIA_SIM_QUEUE_DEPTH, default 1024; it never makes a thread
      * running one of its host functions wait, and a sticky fault ends the wait with
-     * mtiaErrorLaunchFailure). Since 1.1 the driver validates kernel launches itself: grid, block,
+     * the sticky fault's code). Since 1.1 the driver validates kernel launches itself: grid, block,
      * threads per block and sharedMem within the limits deviceGetInfo reports, args and each
      * args[i] non-NULL for a kernel with arguments; the runtime then checks them only after a
      * refusal, to name the argument at fault (for 1.0 drivers it checks before submitting). Errors:
-     * mtiaErrorLaunchFailure (sticky device fault), mtiaErrorInvalidValue (malformed command). */
+     * mtiaErrorLaunchFailure or mtiaErrorIllegalAddress (sticky device fault),
+     * mtiaErrorInvalidValue (malformed command). */
     mtiaError_t (*queueSubmit)(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq);
     /* The number of the last completed command (commands complete in order). Never blocks. */
     mtiaError_t (*queueQuery)(mtiaDrvQueue queue, uint64_t* completed);
