@@ -54,6 +54,15 @@ mtiaError_t Device::faultCode() const {
     return faultCode_;
 }
 
+void Device::reset() {
+    for (const std::shared_ptr<Queue>& queue : queues()) queue->waitFor(queue->submitted(), true);
+    peers_.store(0, std::memory_order_release);
+    std::lock_guard lock(faultMu_);
+    faultMessage_.clear();
+    faultCode_ = mtiaSuccess;
+    faulted_.store(0, std::memory_order_release);
+}
+
 void Device::setPeerAccess(int32_t peer, bool enable) {
     const uint64_t bit = uint64_t{1} << peer;
     if (enable) {

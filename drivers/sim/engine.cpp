@@ -84,6 +84,7 @@ struct Runner {
     Device& device;
     const Queue& queue;
     Launch launch;  // a fault stops the run, so one serves every launch of it
+    KernelTrap** trapSlot = &tKernelTrap;  // this engine thread's (kernel_signals.hpp)
     mtiaKernelContext ctx{};
     void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
     alignas(16) unsigned char args[kMaxArgumentBytes];  // written only by launches with arguments
@@ -143,7 +144,7 @@ void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t ind
                                                         : mtiaErrorLaunchFailure);
         return;
     }
-    tKernelTrap = &trap;
+    *r.trapSlot = &trap;
     const bool ok = runGuarded(
         [&] {
             for (uint32_t z = 0; z < k.grid.z; ++z) {
@@ -158,7 +159,7 @@ void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t ind
             }
         },
         thrown);
-    tKernelTrap = nullptr;
+    *r.trapSlot = nullptr;
     if (!ok) launchFault(&ctx, thrown.c_str());
     if (launch.faulted) {
         r.device.recordFault(fmt::format("kernel '{}' on {} faulted: {}", kernel.name,

@@ -11,7 +11,7 @@
 
 namespace mtia::sim {
 
-thread_local KernelTrap* tKernelTrap __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local KernelTrap* tKernelTrap = nullptr;
 
 namespace {
 
@@ -57,10 +57,31 @@ void chain(int signo, siginfo_t* info, void* context) {
     prev.sa_handler(signo);
 }
 
+// The lowest bytes of an engine's alternate signal stack (used only if the handler overflowed it):
+// what tells the handler that it runs on an engine thread, and where that thread's trap is.
+struct AltStackHeader {
+    uint64_t magic;
+    KernelTrap** trapSlot;  // &tKernelTrap of the engine thread
+};
+constexpr uint64_t kAltStackMagic = 0x6d7469612d6b7470ull;  // "mtia-ktp"
+
+// The trap slot of the calling thread when it is an engine thread running the handler on its
+// alternate stack, else null. Async-signal-safe: one sigaltstack call and a read of the stack's
+// header (any alternate stack's lowest bytes are mapped, so a foreign one is safe to read too).
+KernelTrap** engineTrapSlot() {
+    stack_t ss{};
+    if (sigaltstack(nullptr, &ss) != 0 || (ss.ss_flags & SS_ONSTACK) == 0 || ss.ss_sp == nullptr ||
+        ss.ss_size < sizeof(AltStackHeader))
+        return nullptr;
+    const auto* header = static_cast<const AltStackHeader*>(ss.ss_sp);
+    return header->magic == kAltStackMagic ? header->trapSlot : nullptr;
+}
+
 void onSignal(int signo, siginfo_t* info, void* context) {
-    KernelTrap* trap = tKernelTrap;
+    KernelTrap** slot = engineTrapSlot();
+    KernelTrap* trap = slot != nullptr ? *slot : nullptr;
     if (trap != nullptr && raisedHere(info)) {
-        tKernelTrap = nullptr;
+        *slot = nullptr;
         trap->signo = signo;
         trap->code = info->si_code;
         trap->address = info->si_addr;
@@ -73,11 +94,13 @@ bool gInstalled = false;
 
 void install() {
     for (int signo : kSignals) {
+        // The previous disposition is stored before ours can run and read it.
+        if (sigaction(signo, nullptr, &gPrevious[signo]) != 0) continue;
         struct sigaction ours {};
         ours.sa_sigaction = onSignal;
         ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
         sigemptyset(&ours.sa_mask);
-        if (sigaction(signo, &ours, &gPrevious[signo]) != 0) {
+        if (sigaction(signo, &ours, nullptr) != 0) {
             std::fprintf(stderr, "mtia sim: cannot handle signal %d of kernels\n", signo);
             continue;
         }
@@ -91,12 +114,18 @@ void install() {
 struct EngineSignalState {
     ~EngineSignalState() {
         if (stack == nullptr) return;
-        stack_t off{};
-        off.ss_flags = SS_DISABLE;
-        sigaltstack(&off, nullptr);
+        // The stack the thread had before (a sanitizer's, which frees it itself), or none.
+        if (previous.ss_sp != nullptr && (previous.ss_flags & SS_DISABLE) == 0) {
+            sigaltstack(&previous, nullptr);
+        } else {
+            stack_t off{};
+            off.ss_flags = SS_DISABLE;
+            sigaltstack(&off, nullptr);
+        }
         std::free(stack);
     }
     void* stack = nullptr;
+    stack_t previous{};
     sigset_t mask{};
 };
 
@@ -113,10 +142,13 @@ void prepareEngineThreadForSignals() noexcept {
     const size_t bytes = std::max<size_t>(minimum > 0 ? static_cast<size_t>(minimum) : 0, 64 << 10);
     void* stack = std::malloc(bytes);
     if (stack == nullptr) return;
+    auto* header = static_cast<AltStackHeader*>(stack);
+    header->magic = kAltStackMagic;
+    header->trapSlot = &tKernelTrap;
     stack_t ss{};
     ss.ss_sp = stack;
     ss.ss_size = bytes;
-    if (sigaltstack(&ss, nullptr) != 0) {
+    if (sigaltstack(&ss, &tEngine.previous) != 0) {
         std::free(stack);
         return;
     }

@@ -46,9 +46,10 @@ struct KernelTrap {
     void* volatile address = nullptr;  // si_addr: the faulting address for SIGSEGV and SIGBUS
 };
 
-// The trap of the kernel the calling thread runs now, or null. Initial-exec TLS: the handler reads
-// it without a call into the dynamic linker.
-extern thread_local KernelTrap* tKernelTrap __attribute__((tls_model("initial-exec")));
+// The trap of the kernel the calling thread runs now, or null. The handler reaches it without
+// touching thread-local storage (which may allocate in a thread that never used it): through the
+// header of the engine's alternate signal stack, which holds this variable's address.
+extern thread_local KernelTrap* tKernelTrap;
 
 // Installs the process-wide handlers (once) and gives the calling engine thread an alternate
 // signal stack (freed when the thread ends), and remembers its signal mask. Call at engine start.

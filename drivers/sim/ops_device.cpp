@@ -109,6 +109,23 @@ mtiaError_t deviceSynchronize(int32_t dev) {
     });
 }
 
+// Thread-safe; blocks until every command submitted to the device completed (a faulted device runs
+// nothing, so its queues drain at once; kernels and host functions running now are waited for),
+// then clears the sticky fault and the device's peer access. Errors: mtiaErrorInvalidDevice,
+// mtiaErrorNotPermitted (called from an engine thread: it could wait for itself).
+mtiaError_t deviceReset(int32_t dev) {
+    return guarded("deviceReset", [&] {
+        Device* device = nullptr;
+        if (mtiaError_t err = deviceFor("deviceReset", dev, device); err != mtiaSuccess) return err;
+        if (Scheduler::onEngineThread())
+            return reportErrorf(mtiaErrorNotPermitted,
+                                "deviceReset: called from a kernel or host function (device {})",
+                                dev);
+        device->reset();
+        return mtiaSuccess;
+    });
+}
+
 // Thread-safe (per-thread message), works before init.
 const char* lastError() {
     return lastErrorMessage();
