@@ -33,27 +33,36 @@ bool synchronousFault(int signo, const siginfo_t* info) {
     return signo != SIGABRT && info != nullptr && info->si_code > 0;
 }
 
-// What the process would have done without us.
+// signal(signo, SIG_DFL), with sigaction, which is async-signal-safe.
+void setDefault(int signo) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(signo, &dfl, nullptr);
+}
+
+// What the process would have done without us. The previous handler runs with our handler's mask
+// (the signal blocked), not with its own sa_mask.
 void chain(int signo, siginfo_t* info, void* context) {
     struct sigaction& prev = gPrevious[signo];
     if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
-        if ((prev.sa_flags & SA_RESETHAND) != 0) signal(signo, SIG_DFL);
+        if ((prev.sa_flags & SA_RESETHAND) != 0) setDefault(signo);
         prev.sa_sigaction(signo, info, context);
         return;
     }
     if (prev.sa_handler == SIG_IGN) {
         // A fault of an instruction cannot be ignored: returning would run it again for ever.
-        if (synchronousFault(signo, info)) signal(signo, SIG_DFL);
+        if (synchronousFault(signo, info)) setDefault(signo);
         return;
     }
     if (prev.sa_handler == SIG_DFL || prev.sa_handler == nullptr) {
-        signal(signo, SIG_DFL);
+        setDefault(signo);
         // A synchronous fault recurs when the instruction runs again on return; anything else is
         // raised again (blocked here, it arrives when the handler returns).
         if (!synchronousFault(signo, info)) raise(signo);
         return;
     }
-    if ((prev.sa_flags & SA_RESETHAND) != 0) signal(signo, SIG_DFL);
+    if ((prev.sa_flags & SA_RESETHAND) != 0) setDefault(signo);
     prev.sa_handler(signo);
 }
 
