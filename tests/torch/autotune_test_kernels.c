@@ -3,6 +3,7 @@
  * fault, hang or abort. A module of the simulated device (<mtia/mtia_sim_kernel.h>). */
 #include <mtia/mtia_sim_kernel.h>
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,4 +88,13 @@ MTIA_SIM_KERNEL(aborts) {
     (void)ctx;
     (void)args;
     abort();
+}
+
+/* Ends its process with SIGKILL, which no runtime can turn into a device error: the pool's restart
+ * path whatever the runtime does with faults. */
+MTIA_SIM_KERNEL_ARGS(kills_process, 0, 0);
+MTIA_SIM_KERNEL(kills_process) {
+    (void)ctx;
+    (void)args;
+    raise(SIGKILL);
 }

@@ -66,6 +66,7 @@ def mixed_candidates():
         autotune.Candidate("null_write", module=KERNELS, config="null_write"),
         autotune.Candidate("hang", module=KERNELS, config="hang", timeout_s=1.0),
         autotune.Candidate("aborts", module=KERNELS, config="aborts"),
+        autotune.Candidate("kills_process", module=KERNELS, config="kills_process"),
         autotune.Candidate("no_such_kernel", module=KERNELS, config="missing"),
         autotune.Candidate("spin_us", build=build_fails, config="build_fails"),
         spin(6000),
@@ -99,11 +100,13 @@ def test_mixed_candidates_winner_and_every_failure(cache):
     assert hang.recovery == "timeout" and "timed out after 1 s" in hang.error
     aborts = results['"aborts"']
     assert aborts.recovery in ("reset", "restart") and aborts.error
+    killed = results['"kills_process"']
+    assert killed.recovery == "restart" and "died" in killed.error and "SIGKILL" in killed.error
     missing = results['"missing"']
     assert missing.error_code == 500 and "no_such_kernel" in missing.error and missing.recovery is None
     build = results['"build_fails"']
     assert build.device == -1 and "build failed: RuntimeError: the compiler rejected it" in build.error
-    assert stats["timeouts"] == 1 and stats["resets"] + stats["restarts"] >= 3
+    assert stats["timeouts"] == 1 and stats["resets"] + stats["restarts"] >= 4
     assert stats["benchmarked"] == len(results) - 1  # the failed build never reached a worker
     assert autotune.cache_lookup(key) == {"us": 100}
 
