@@ -148,6 +148,12 @@ def test_arguments_reach_the_parents_tensors(cache):
         by_ptr = pool.submit(autotune.Candidate(
             "write_u64", module=KERNELS, args=(autotune.ptr(0, 5 * 8), autotune.value(ctypes.c_uint64(7)))),
             [dst])
+        f = torch.zeros(8, device=f"mtia:{DEVICES[-1]}")
+        builtin = pool.submit(autotune.Candidate(  # a runtime built-in: no module
+            "fill_f32", args=(autotune.ptr(0, 4), autotune.value(ctypes.c_float(2.5)),
+                              autotune.value(ctypes.c_uint64(3)))), {DEVICES[-1]: [f]})
+        assert builtin.result().ok and builtin.result().device == DEVICES[-1]
+        assert f.cpu().tolist() == [0, 2.5, 2.5, 2.5, 0, 0, 0, 0]
         assert by_struct.result().ok, by_struct.result().error
         assert by_ptr.result().ok, by_ptr.result().error
         expected_big = [0] * 16
@@ -211,13 +217,15 @@ def test_close_cancels_queued_candidates(cache):
     pool = autotune.TuningPool(DEVICES[:1], warmup=0, repetitions=1)
     running = pool.submit(autotune.Candidate("hang", module=KERNELS, timeout_s=60.0))
     queued = [pool.submit(spin(1)) for _ in range(3)]
+    building = pool.submit(autotune.Candidate("spin_us", build=lambda: time.sleep(0.5) or KERNELS,
+                                              args=(autotune.value(ctypes.c_uint64(1)),)))
     pool.start()
     deadline = time.monotonic() + 30
     while not running.running() and time.monotonic() < deadline:
         time.sleep(0.01)
     pool.close()
     assert running.result().error == "the pool was closed"
-    assert all(f.cancelled() for f in queued)
+    assert all(f.cancelled() for f in queued) and building.cancelled()
     assert_no_children()
 
 
@@ -236,6 +244,8 @@ def test_argument_checks():
             pool.submit(autotune.Candidate("k"), [torch.zeros(1)])
         with pytest.raises(ValueError, match="distinct configs"):
             pool.tune("k", [spin(1), spin(1)])
+        with pytest.raises(ValueError, match="every candidate needs a config"):
+            pool.tune("k", [autotune.Candidate("noop")])
 
 
 def test_cache_entries(cache):
