@@ -1,6 +1,9 @@
 /* Kernels for torch_mtia.autotune's tests and benchmark (tests/torch/test_autotune.py,
  * bench/autotune_bench.py): candidates that take a known time, write where their arguments point,
  * fault, hang or abort. A module of the simulated device (<mtia/mtia_sim_kernel.h>). */
+/* clock_gettime under strict ISO C (the Meson build compiles with -std=c11). */
+#define _POSIX_C_SOURCE 200809L
+
 #include <mtia/mtia_sim_kernel.h>
 
 #include <signal.h>

@@ -100,8 +100,10 @@ class Runtime:
 
     def check(self, status, what):
         if status != 0:
-            raise MtiaError(status, self.lib.mtiaGetErrorName(status).decode(),
-                            f"{what}: {self.lib.mtiaGetLastErrorMessage().decode(errors='replace')}")
+            message = self.lib.mtiaGetLastErrorMessage().decode(errors="replace")
+            if not message.startswith(what):  # the runtime's messages start with the call's name
+                message = f"{what}: {message}"
+            raise MtiaError(status, self.lib.mtiaGetErrorName(status).decode(), message)
 
 
 class Worker:
