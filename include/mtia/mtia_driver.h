@@ -45,6 +45,9 @@ extern "C" {
 #define MTIA_DRIVER_GET_OPS_SYMBOL "mtiaDriverGetOps"
 /* Most arguments a kernel may take. */
 #define MTIA_DRIVER_MAX_KERNEL_ARGS 32u
+/* Bytes of argument values a runtime assumes a launch may carry when the driver does not say
+ * (mtiaDrvDeviceInfo.maxKernelArgBytes). */
+#define MTIA_DRIVER_MAX_KERNEL_ARG_BYTES 4096u
 
 typedef struct mtiaDrvQueue_st* mtiaDrvQueue;   /* an in-order command queue of one device */
 typedef struct mtiaDrvMem_st* mtiaDrvMem;       /* a physical allocation of one device */
@@ -81,6 +84,14 @@ typedef struct mtiaDrvDeviceInfo {
     uint64_t vaBase, vaSize;        /* the device's reserved virtual range, as integers */
     int32_t canAccessPeers;         /* 1: kernels may access other devices' memory once enabled */
     int32_t reserved0;
+    /* Appended (no version of their own): a runtime reads them only when the structSize the driver
+     * filled reaches them, and 0 means "not stated". Without them it assumes
+     * MTIA_DRIVER_MAX_KERNEL_ARGS arguments and buffers, MTIA_DRIVER_MAX_KERNEL_ARG_BYTES bytes and
+     * no known cache. */
+    int32_t maxKernelArgs;    /* arguments one launch may carry (<= MTIA_DRIVER_MAX_KERNEL_ARGS) */
+    int32_t maxKernelBuffers; /* distinct device allocations one launch's pointer arguments name */
+    uint64_t maxKernelArgBytes; /* sum of one launch's argument sizes */
+    uint64_t l2CacheSize; /* bytes of the last-level cache kernels run through, 0 if unknown */
 } mtiaDrvDeviceInfo;
 
 typedef enum mtiaDrvCommandType {

@@ -323,10 +323,44 @@ MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name
  * of grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when
  * the stream's queue is full. Errors: mtiaErrorInvalidValue (grid or block dimension 0, block
  * larger than maxThreadsPerBlock, sharedMem above sharedMemPerBlock, args NULL for a kernel with
- * arguments), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
+ * arguments; a kernel limit of the device: more arguments than maxKernelArgs, more bytes of them
+ * than maxKernelArgBytes, or top-level pointer arguments naming more distinct allocations of the
+ * stream's device than maxKernelBuffers, checked at capture too; the message names the limit and
+ * the value), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
  * sticky fault). */
 MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3 block, void** args,
                                       size_t sharedMem, mtiaStream_t stream);
+
+/* Options of mtiaBenchmarkKernel; MTIA_BENCHMARK_OPTIONS_INIT zeroes the rest. */
+typedef struct mtiaBenchmarkOptions {
+    uint32_t structSize;
+    uint32_t warmup;      /* untimed launches before the timed ones */
+    uint32_t repetitions; /* timed launches (>= 1): timesMs has this many entries */
+    uint32_t flushCache;  /* nonzero: before each timed launch, the stream writes a buffer of the
+                             device's l2CacheSize bytes (not timed) */
+} mtiaBenchmarkOptions;
+#define MTIA_BENCHMARK_OPTIONS_INIT MTIA_STRUCT_INIT(mtiaBenchmarkOptions)
+
+/** Times a kernel as Triton's do_bench does, for callers without Python (autotuners, compilers).
+ * Launches f as mtiaLaunchKernel would (same checks and limits) options->warmup times, then for
+ * each of options->repetitions: (with flushCache, writes a buffer of the device's l2CacheSize bytes
+ * on the stream, from the caching allocator, reused by later calls; nothing when l2CacheSize is 0),
+ * records a timing event, launches, records an event. Synchronizes the stream once at the end and
+ * writes repetition i's elapsed milliseconds (device event timing) to timesMs[i]. Every event and
+ * buffer it made is released before it returns, on success and on failure.
+ * options->structSize may be smaller than this struct (fields past it count as 0) but not below
+ * the first three fields.
+ * Thread-safe; blocking; not legal during capture (on a capturing stream, or while a Global capture
+ * of another thread runs on the device: mtiaErrorStreamCaptureUnsupported, and the capture is
+ * invalidated, as for mtiaStreamSynchronize). Errors: mtiaErrorInvalidValue (options or timesMs
+ * NULL, options->structSize too small, repetitions 0, and mtiaLaunchKernel's launch errors,
+ * including a kernel limit), mtiaErrorInvalidHandle (f or stream), mtiaErrorMemoryAllocation (the
+ * flush buffer), mtiaErrorStreamCaptureUnsupported, mtiaErrorLaunchFailure or
+ * mtiaErrorIllegalAddress (a sticky device fault, before or during the runs; timesMs is then not
+ * written). */
+MTIA_API mtiaError_t mtiaBenchmarkKernel(mtiaFunction_t f, mtiaDim3 grid, mtiaDim3 block,
+                                         void** args, size_t sharedMem, mtiaStream_t stream,
+                                         const mtiaBenchmarkOptions* options, float* timesMs);
 
 /* ---- Memory ----------------------------------------------------------------- */
 

@@ -39,6 +39,10 @@ mtiaDeviceProp toProp(const mtiaDrvDeviceInfo& i) {
     p.streamPriorityGreatest = i.priorityGreatest;
     p.sharedMemPerBlock = i.sharedMemPerBlock;
     p.allocationGranularity = i.allocationGranularity;
+    p.maxKernelArgs = i.maxKernelArgs;
+    p.maxKernelBuffers = i.maxKernelBuffers;
+    p.maxKernelArgBytes = i.maxKernelArgBytes;
+    p.l2CacheSize = i.l2CacheSize;
     return p;
 }
 
