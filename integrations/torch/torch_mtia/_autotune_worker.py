@@ -203,36 +203,13 @@ class Worker:
         options = BenchmarkOptions(ctypes.sizeof(BenchmarkOptions), spec["warmup"], reps,
                                    1 if spec["flush_cache"] else 0)
         grid, block = Dim3(*spec["grid"]), Dim3(*spec["block"])
-        if self.rt.benchmark is None:  # TEMPORARY until i20-limits lands
-            return self.events_loop(function, grid, block, array, spec)
+        if self.rt.benchmark is None:
+            raise MtiaError(801, "mtiaErrorNotSupported",
+                            "this libmtia has no mtiaBenchmarkKernel (older than the pool)")
         self.rt.check(self.rt.benchmark(function, grid, block, array, spec["shared_mem"], None,
                                         ctypes.byref(options), times), "mtiaBenchmarkKernel")
         del keep
         return [float(t) for t in times]
-
-    def events_loop(self, function, grid, block, array, spec):  # TEMPORARY
-        lib = self.rt.lib
-        lib.mtiaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p]
-        lib.mtiaEventRecord.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        lib.mtiaEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p]
-        lib.mtiaEventDestroy.argtypes = [ctypes.c_void_p]
-        for _ in range(spec["warmup"]):
-            self.rt.check(lib.mtiaLaunchKernel(function, grid, block, array, spec["shared_mem"], None), "launch")
-        times = []
-        a, b = ctypes.c_void_p(), ctypes.c_void_p()
-        lib.mtiaEventCreate(ctypes.byref(a)); lib.mtiaEventCreate(ctypes.byref(b))
-        try:
-            for _ in range(spec["repetitions"]):
-                lib.mtiaEventRecord(a, None)
-                self.rt.check(lib.mtiaLaunchKernel(function, grid, block, array, spec["shared_mem"], None), "launch")
-                lib.mtiaEventRecord(b, None)
-                self.rt.check(lib.mtiaDeviceSynchronize(), "mtiaDeviceSynchronize")
-                ms = ctypes.c_float()
-                self.rt.check(lib.mtiaEventElapsedTime(ctypes.byref(ms), a, b), "elapsed")
-                times.append(ms.value)
-        finally:
-            lib.mtiaEventDestroy(a); lib.mtiaEventDestroy(b)
-        return times
 
     def job(self, spec):
         try:

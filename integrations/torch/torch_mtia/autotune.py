@@ -417,7 +417,7 @@ class _Slot:
         s = self.shared.settings
         exports = job.exports[self.device] if isinstance(job.exports, dict) else job.exports
         c = job.candidate
-        return {"module": None if job.module is None else os.fspath(job.module),
+        return {"module": None if job.module is None else os.path.abspath(job.module),
                 "kernel": c.kernel, "grid": c.grid, "block": c.block, "args": c.args,
                 "shared_mem": int(c.shared_mem), "buffers": exports, "warmup": s["warmup"],
                 "repetitions": s["repetitions"], "flush_cache": s["flush_cache"]}
