@@ -3,6 +3,7 @@ autotune_test_kernels.c ($MTIA_AUTOTUNE_TEST_KERNELS), its disk cache across pro
 that reach the parent's tensors, and what it leaves behind (no child processes, no imports holding
 the parent's memory)."""
 import ctypes
+import gc
 import json
 import os
 import subprocess
@@ -226,6 +227,15 @@ def test_close_cancels_queued_candidates(cache):
     pool.close()
     assert running.result().error == "the pool was closed"
     assert all(f.cancelled() for f in queued) and building.cancelled()
+    assert_no_children()
+
+
+def test_abandoned_pool_is_collected(cache):
+    pool = autotune.TuningPool(DEVICES, warmup=0, repetitions=1)
+    assert pool.submit(spin(1)).result().ok
+    assert children()
+    del pool
+    gc.collect()
     assert_no_children()
 
 

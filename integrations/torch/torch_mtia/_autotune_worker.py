@@ -128,11 +128,6 @@ class Worker:
                     ctypes.byref(can), self.device, peer) == 0 and can.value):
                 self.rt.lib.mtiaDeviceEnablePeerAccess(peer, 0)  # IllegalState: enabled already
 
-    def forget_device_state(self):
-        """After mtiaDeviceReset: the imports and modules it released are not closed again."""
-        self.imports.clear()
-        self.modules.clear()
-
     def close_imports(self):
         for pointer in self.imports.values():
             self.rt.lib.mtiaIpcCloseMemHandle(pointer)
@@ -230,7 +225,10 @@ class Worker:
         if status != 0:
             return {"restart": "mtiaDeviceReset failed: "
                     + self.rt.lib.mtiaGetLastErrorMessage().decode(errors="replace")}
-        self.forget_device_state()
+        # The reset released this device's imports (and modules, if it counts them as the
+        # device's): closing them again fails harmlessly (stale handles), while whatever it kept
+        # is released now, so the worker starts over either way.
+        self.close()
         self.enable_peers()
         return {"reset": True}
 
