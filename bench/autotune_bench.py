@@ -4,7 +4,7 @@
    1.1 ms, each candidate its own copy of the module) on 2 devices: the pool's wall time against
    benchmarking the same candidates one by one in the calling process through the same worker code
    (torch_mtia._autotune_worker.Worker: module load, mtiaBenchmarkKernel), same warmup and
-   repetitions; then the same with a build step per candidate (copying the module to a new file
+   repetitions (no cache flush unless --flush: see FLUSH); then the same with a build step per candidate (copying the module to a new file
    plus 5 ms of waiting, standing for a compiler) that the pool overlaps with benchmarking;
 2. the cost of one bad candidate on a one-device pool: from submitting it to the result of a good
    candidate submitted right behind it (one 10 us launch), for a kernel that reports a device fault
@@ -36,6 +36,10 @@ import torch_mtia  # noqa: F401  (loads libmtia.so)
 from torch_mtia import _autotune_worker, autotune
 
 WARMUP, REPS = 3, 10
+# The cache flush before each repetition is off by default here: on the simulated device it is a host
+# memset of l2CacheSize bytes (the host's last-level cache, 32 MiB here), several times the 1 ms
+# kernel, so it would measure memset on a shared machine rather than the pool. --flush turns it on.
+FLUSH = False
 
 
 def spin_candidate(path, us, build=None, timeout_s=None):
@@ -72,6 +76,7 @@ def slow_build(source, folder):
 
 
 def serial(paths, us, device, build_from=None):
+    flush = FLUSH
     """The reference: one candidate after the other in this process, the worker's own code."""
     worker = _autotune_worker.Worker({"library": autotune.library_path(), "device": device,
                                       "idle_close_s": 0})
@@ -81,7 +86,7 @@ def serial(paths, us, device, build_from=None):
             path = slow_build(build_from, path)()
         spec = {"module": path, "kernel": "spin_us", "grid": (1, 1, 1), "block": (1, 1, 1),
                 "args": (("value", bytes(ctypes.c_uint64(t))),), "shared_mem": 0, "buffers": [],
-                "warmup": WARMUP, "repetitions": REPS, "flush_cache": True}
+                "warmup": WARMUP, "repetitions": REPS, "flush_cache": flush}
         outcome = worker.job(spec)
         assert outcome["ok"], outcome
         median = statistics.median(outcome["times_ms"])
@@ -94,7 +99,7 @@ def tuning(kernels, reps, n=64):
     us = durations(n)
     rows = {}
     with tempfile.TemporaryDirectory() as folder, \
-            autotune.TuningPool([0, 1], warmup=WARMUP, repetitions=REPS) as pool:
+            autotune.TuningPool([0, 1], warmup=WARMUP, repetitions=REPS, flush_cache=FLUSH) as pool:
         pool.start()
         paths = module_copies(kernels, n, folder)
         built = [folder] * n
@@ -137,7 +142,7 @@ def fault_cost(kernels, reps):
                                   args=(autotune.value(ctypes.c_uint64(10)),))
     times = {name: [] for name in cases}
     recovery = {}
-    with autotune.TuningPool([0], warmup=0, repetitions=1) as pool:
+    with autotune.TuningPool([0], warmup=0, repetitions=1, flush_cache=FLUSH) as pool:
         pool.start()
         for _ in range(reps):
             for name, bad in cases.items():
@@ -163,8 +168,11 @@ def main():
                                                             "build/tests/torch/autotune_test_kernels.so"))
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--fault-reps", type=int, default=7)
+    parser.add_argument("--flush", action="store_true", help="flush the cache before each repetition")
     parser.add_argument("--out", help="write OUT.md and OUT.json")
     args = parser.parse_args()
+    global FLUSH
+    FLUSH = args.flush
     kernels = os.path.abspath(args.kernels)
     if torch.mtia.device_count() < 2:
         raise SystemExit("autotune_bench: needs 2 devices")
@@ -179,6 +187,7 @@ def main():
         commit = "?"
     results = {"commit": commit, "torch": torch.__version__, "cpus": os.cpu_count(),
                "load_average": [load_before, load_after], "warmup": WARMUP, "repetitions": REPS,
+               "flush_cache": FLUSH,
                "tuning": rows, "fault_cost": faults,
                "mtiaDeviceReset": hasattr(ctypes.CDLL(autotune.library_path()), "mtiaDeviceReset"),
                "pool_stats_fault_runs": stats}
@@ -189,7 +198,8 @@ def main():
              f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {load_after:.2f} after "
              "(the machine is shared: the two workers and their engines compete with other work)",
              f"- each candidate: {WARMUP} warm-up launches, {REPS} timed repetitions through "
-             "mtiaBenchmarkKernel, cache flushed; mtiaDeviceReset in this library: "
+             f"mtiaBenchmarkKernel, cache flush {'on' if FLUSH else 'off (see the script)'}; "
+             "mtiaDeviceReset in this library: "
              f"{results['mtiaDeviceReset']}", "",
              "| workload | pool (median) | reference (median) | ratio |", "|---|---:|---:|---|"]
     for name, label in (("prebuilt", "64 candidates of ~1 ms, 2 devices, modules prebuilt"),
