@@ -164,6 +164,26 @@ def test_arguments_reach_the_parents_tensors(cache):
         assert other.cpu().tolist() == [0, 0, ~value, 0, 0, 0, 0, 0]
 
 
+def test_worker_recovers_after_a_fault(cache):
+    """After a faulting candidate the same device runs the next ones on the same buffers (the worker
+    reset its device and reopened its imports, or was restarted)."""
+    buf = torch.zeros(2, dtype=torch.int64, device="mtia:0")
+
+    def write(v):
+        return autotune.Candidate("write_u64", module=KERNELS,
+                                  args=(autotune.ptr(0, 8), autotune.value(ctypes.c_uint64(v))))
+
+    with autotune.TuningPool(DEVICES[:1], warmup=0, repetitions=1) as pool:
+        futures = [pool.submit(c, [buf]) for c in
+                   (write(1), autotune.Candidate("null_write", module=KERNELS), write(2))]
+        first, fault, second = [f.result() for f in futures]
+        assert first.ok and second.ok, (first.error, second.error)
+        assert not fault.ok and fault.recovery in ("reset", "restart")
+        assert buf.cpu().tolist() == [0, 2]
+        # Without a reset the worker would have been started again.
+        assert pool.stats["workers_started"] == (1 if fault.recovery == "reset" else 2)
+
+
 def test_no_processes_or_imports_left(cache):
     torch.mtia.synchronize()
     before = torch.mtia.memory_allocated(0)

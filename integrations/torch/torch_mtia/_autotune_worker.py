@@ -225,10 +225,9 @@ class Worker:
         if status != 0:
             return {"restart": "mtiaDeviceReset failed: "
                     + self.rt.lib.mtiaGetLastErrorMessage().decode(errors="replace")}
-        # The reset released this device's imports (and modules, if it counts them as the
-        # device's): closing them again fails harmlessly (stale handles), while whatever it kept
-        # is released now, so the worker starts over either way.
-        self.close()
+        # The reset released this process's imports (and the peer access it had enabled); modules
+        # are the process's and stay loaded.
+        self.imports.clear()
         self.enable_peers()
         return {"reset": True}
 
