@@ -177,6 +177,7 @@ def main():
     if torch.mtia.device_count() < 2:
         raise SystemExit("autotune_bench: needs 2 devices")
     load_before = os.getloadavg()[0]
+    kernel_s = sum(durations(64)) * (WARMUP + REPS) / 1e6
     rows = tuning(kernels, args.reps)
     faults, stats = fault_cost(kernels, args.fault_reps)
     load_after = os.getloadavg()[0]
@@ -201,7 +202,11 @@ def main():
              f"mtiaBenchmarkKernel, cache flush {'on' if FLUSH else 'off (see the script)'}; "
              "mtiaDeviceReset in this library: "
              f"{results['mtiaDeviceReset']}", "",
-             "| workload | pool (median) | reference (median) | ratio |", "|---|---:|---:|---|"]
+             f"- the kernels alone take {kernel_s * 1e3:.0f} ms one by one for the 64 candidates "
+             f"({WARMUP + REPS} launches each), {kernel_s * 1e3 / 2:.0f} ms split over 2 devices: the "
+             "bound of each side when the workers' engines have a core each", "",
+             "| workload | pool (median) | reference (median) | ratio or difference |",
+             "|---|---:|---:|---|"]
     for name, label in (("prebuilt", "64 candidates of ~1 ms, 2 devices, modules prebuilt"),
                         ("with_build", "the same, each built first (copy + 5 ms wait)")):
         r = rows[name]
@@ -213,7 +218,7 @@ def main():
             continue
         lines.append(f"| one bad candidate to the next result: {name}, recovery {r['recovery']} "
                      f"(reference: a good candidate) | {fmt(r['median_s'])} | {fmt(ref)} | "
-                     f"+{fmt(r['median_s'] - ref)} |")
+                     f"{'+' if r['median_s'] >= ref else '-'}{fmt(abs(r['median_s'] - ref))} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

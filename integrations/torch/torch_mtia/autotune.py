@@ -42,10 +42,12 @@ Design (issue 20, item 4):
 - Pipelining. A candidate with ``build`` (and no ``module``) is built in this process's thread pool
   while the workers benchmark earlier candidates; its job is queued when the build returns the
   module's path. A failed build fails only that candidate. Modules are loaded in the worker (the
-  16 most recently used stay loaded).
+  16 most recently used stay loaded, by path: a build must return a new path for new code, never
+  rewrite a module file that a worker may have loaded).
 - Faults. A candidate whose kernel leaves a sticky device error (mtiaErrorIllegalAddress,
   mtiaErrorLaunchFailure) fails with the error's name and message; the worker then calls
-  mtiaDeviceReset and reopens its imports lazily. Where the library has no mtiaDeviceReset or the
+  mtiaDeviceReset (which releases the imports; modules stay, they are the process's), enables peer
+  access again and reopens the imports with the next job. Where the library has no mtiaDeviceReset or the
   reset fails, or the worker process died (a signal the runtime did not turn into a device error,
   an exit), the candidate fails with that reason (signal name, exit status, the tail of the
   worker's stderr) and the worker is started again. A candidate still running after its timeout
