@@ -1,11 +1,14 @@
 """The tuning pool's figures (issue 20, torch_mtia.autotune), each beside its reference in the same run:
 
-1. tuning 64 candidates of a ~1 ms kernel (spin_us of tests/torch/autotune_test_kernels.c, 0.9 to
-   1.1 ms, each candidate its own copy of the module) on 2 devices: the pool's wall time against
+1. tuning 64 candidates of a ~1 ms kernel (0.9 to 1.1 ms, each candidate its own copy of the
+   module tests/torch/autotune_test_kernels.c) on 2 devices: the pool's wall time against
    benchmarking the same candidates one by one in the calling process through the same worker code
    (torch_mtia._autotune_worker.Worker: module load, mtiaBenchmarkKernel), same warmup and
-   repetitions (no cache flush unless --flush: see FLUSH); then the same with a build step per candidate (copying the module to a new file
-   plus 5 ms of waiting, standing for a compiler) that the pool overlaps with benchmarking;
+   repetitions (no cache flush unless --flush: see FLUSH); then the same with a build step per
+   candidate (copying the module to a new file plus 5 ms of waiting, standing for a compiler) that
+   the pool overlaps with benchmarking. Twice: with sleep_us (the engine sleeps: device time that
+   costs the host nothing, as on real hardware) and with spin_us (the engine spins: each device
+   needs a host core, so the machine's other load shows);
 2. the cost of one bad candidate on a one-device pool: from submitting it to the result of a good
    candidate submitted right behind it (one 10 us launch), for a kernel that reports a device fault
    (reset path where the runtime has mtiaDeviceReset, else a restart), a kernel that kills its
@@ -42,8 +45,8 @@ WARMUP, REPS = 3, 10
 FLUSH = False
 
 
-def spin_candidate(path, us, build=None, timeout_s=None):
-    return autotune.Candidate("spin_us", module=None if build else path, build=build,
+def spin_candidate(path, us, kernel, build=None, timeout_s=None):
+    return autotune.Candidate(kernel, module=None if build else path, build=build,
                               args=(autotune.value(ctypes.c_uint64(us)),),
                               config={"us": us, "module": os.path.basename(path)},
                               timeout_s=timeout_s)
@@ -75,7 +78,7 @@ def slow_build(source, folder):
     return build
 
 
-def serial(paths, us, device, build_from=None):
+def serial(paths, us, device, kernel, build_from=None):
     flush = FLUSH
     """The reference: one candidate after the other in this process, the worker's own code."""
     worker = _autotune_worker.Worker({"library": autotune.library_path(), "device": device,
@@ -84,7 +87,7 @@ def serial(paths, us, device, build_from=None):
     for path, t in zip(paths, us):
         if build_from is not None:
             path = slow_build(build_from, path)()
-        spec = {"module": path, "kernel": "spin_us", "grid": (1, 1, 1), "block": (1, 1, 1),
+        spec = {"module": path, "kernel": kernel, "grid": (1, 1, 1), "block": (1, 1, 1),
                 "args": (("value", bytes(ctypes.c_uint64(t))),), "shared_mem": 0, "buffers": [],
                 "warmup": WARMUP, "repetitions": REPS, "flush_cache": flush}
         outcome = worker.job(spec)
@@ -95,7 +98,7 @@ def serial(paths, us, device, build_from=None):
     return best
 
 
-def tuning(kernels, reps, n=64):
+def tuning(kernels, reps, kernel, n=64):
     us = durations(n)
     rows = {}
     with tempfile.TemporaryDirectory() as folder, \
@@ -106,7 +109,7 @@ def tuning(kernels, reps, n=64):
 
         def pooled(with_build):
             def run():
-                cands = [spin_candidate(p, t, build=slow_build(kernels, folder) if with_build
+                cands = [spin_candidate(p, t, kernel, build=slow_build(kernels, folder) if with_build
                                         else None)
                          for p, t in zip(built if with_build else paths, us)]
                 results = pool.benchmark_all(cands)
@@ -123,7 +126,8 @@ def tuning(kernels, reps, n=64):
                 pooled(with_build)()
                 pool_s.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                serial(built if with_build else paths, us, 0, kernels if with_build else None)
+                serial(built if with_build else paths, us, 0, kernel,
+                       kernels if with_build else None)
                 serial_s.append(time.perf_counter() - start)
             rows[name] = {"pool_s": statistics.median(pool_s),
                           "serial_s": statistics.median(serial_s), "runs": reps}
@@ -178,7 +182,7 @@ def main():
         raise SystemExit("autotune_bench: needs 2 devices")
     load_before = os.getloadavg()[0]
     kernel_s = sum(durations(64)) * (WARMUP + REPS) / 1e6
-    rows = tuning(kernels, args.reps)
+    rows = {kernel: tuning(kernels, args.reps, kernel) for kernel in ("sleep_us", "spin_us")}
     faults, stats = fault_cost(kernels, args.fault_reps)
     load_after = os.getloadavg()[0]
     try:
@@ -193,8 +197,9 @@ def main():
                "mtiaDeviceReset": hasattr(ctypes.CDLL(autotune.library_path()), "mtiaDeviceReset"),
                "pool_stats_fault_runs": stats}
     lines = ["# Tuning pool: benchmark results", "",
-             "Generated by `bench/autotune_bench.py`; medians of the runs given, the sides measured "
-             "in turns. Reported, not asserted.", "",
+             f"Generated by `bench/autotune_bench.py`; medians of {args.reps} runs (the bad "
+             f"candidates: {args.fault_reps}), the sides measured in turns. Reported, not asserted.",
+             "",
              f"- commit {commit}, PyTorch {torch.__version__}, {platform.machine()}, "
              f"{os.cpu_count()} CPUs, load average {load_before:.2f} before, {load_after:.2f} after "
              "(the machine is shared: the two workers and their engines compete with other work)",
@@ -207,11 +212,16 @@ def main():
              "bound of each side when the workers' engines have a core each", "",
              "| workload | pool (median) | reference (median) | ratio or difference |",
              "|---|---:|---:|---|"]
-    for name, label in (("prebuilt", "64 candidates of ~1 ms, 2 devices, modules prebuilt"),
-                        ("with_build", "the same, each built first (copy + 5 ms wait)")):
-        r = rows[name]
-        lines.append(f"| {label} (reference: one by one in this process) | {fmt(r['pool_s'])} | "
-                     f"{fmt(r['serial_s'])} | {r['serial_s'] / r['pool_s']:.2f}x faster |")
+    for kernel, how in (("sleep_us", "sleeping: device time, no host CPU"),
+                        ("spin_us", "spinning: each engine needs a host core")):
+        for name, label in (("prebuilt", f"64 candidates of ~1 ms ({kernel}, {how}), 2 devices, "
+                                         "modules prebuilt"),
+                            ("with_build", f"the same ({kernel}), each built first "
+                                           "(copy + 5 ms wait)")):
+            r = rows[kernel][name]
+            lines.append(f"| {label} (reference: one by one in this process) | "
+                         f"{fmt(r['pool_s'])} | {fmt(r['serial_s'])} | "
+                         f"{r['serial_s'] / r['pool_s']:.2f}x faster |")
     ref = faults["good (reference)"]["median_s"]
     for name, r in faults.items():
         if name == "good (reference)":

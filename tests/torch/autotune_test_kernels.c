@@ -27,6 +27,20 @@ MTIA_SIM_KERNEL(spin_us) {
     while (nowNs() < end) {}
 }
 
+/* Takes `us` microseconds per block without using the host's CPU, as a real device's kernel
+ * would (the engine sleeps). */
+MTIA_SIM_KERNEL_ARGS(sleep_us, 1, sizeof(uint64_t));
+MTIA_SIM_KERNEL(sleep_us) {
+    uint64_t us;
+    struct timespec until;
+    (void)ctx;
+    memcpy(&us, args[0], sizeof us);
+    const uint64_t end = nowNs() + us * 1000u;
+    until.tv_sec = (time_t)(end / 1000000000u);
+    until.tv_nsec = (long)(end % 1000000000u);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0) {}
+}
+
 /* *dst = value, dst a pointer argument (autotune.ptr). */
 MTIA_SIM_KERNEL_ARGS(write_u64, 2, sizeof(uint64_t*), sizeof(uint64_t));
 MTIA_SIM_KERNEL(write_u64) {
