@@ -234,3 +234,24 @@ def test_tune_stores_installs_and_reloads(tmp_path, monkeypatch):
         assert json.loads(out.splitlines()[-1]) == []
     finally:
         gt.clear()
+
+
+def test_demo_tunes_its_shapes_then_reads_them_from_the_cache(tmp_path, monkeypatch, capsys):
+    from torch_mtia import demo
+
+    monkeypatch.setenv("MTIA_AUTOTUNE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(gt, "CANDIDATES", {torch.float32: [gt.DEFAULT, gt._config(1)]})
+    gt.clear()
+    try:
+        demo.gemm_choices(DEV, tune=True)
+        first = capsys.readouterr().out.splitlines()
+        demo.gemm_choices(DEV, tune=True)
+        second = capsys.readouterr().out.splitlines()
+    finally:
+        gt.clear()
+    shapes = [line for line in first if line.startswith("  float32 ")]
+    assert shapes and all("(tuned now, " in line for line in shapes), first
+    again = [line for line in second if line.startswith("  float32 ")]
+    assert len(again) == len(shapes) and all("(tuned, from the cache)" in line for line in again), second
+    # What each line names is what the table holds.
+    assert all(("default (" in line) == ("1 block over rows" not in line) for line in again), again
