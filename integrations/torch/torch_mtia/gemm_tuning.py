@@ -218,8 +218,9 @@ def tune(shapes, dtypes=(torch.float32, torch.bfloat16), device=0, *, pool=None,
     best of the candidates (CANDIDATES[dtype] unless given) for its shape class, measured in the
     tuning pool on random operands of that shape (the first shape of a class stands for it),
     stored in the disk cache and installed; the default wins unless another candidate is MARGIN
-    (5%) faster. A class already in the cache is not measured again (its Result says cached). pool: a torch_mtia.autotune.TuningPool to use (else one on device,
-    closed after). Returns {shape class: autotune.Result}."""
+    (5%) faster. A class already in the cache is not measured again (its Result says cached).
+    pool: a torch_mtia.autotune.TuningPool to use (else one on device, closed after). Returns
+    {shape class: autotune.Result}."""
     from . import autotune
     module = os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so")
     dev = torch.device("mtia", device)
