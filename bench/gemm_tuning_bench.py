@@ -111,7 +111,11 @@ def main():
              f"unless a candidate is 5% faster), then medians of {args.reps} runs",
              "after warm-up, default, tuned and CPU measured in turns, device times closed by "
              "`torch.mtia.synchronize()`;",
-             "the CPU runs PyTorch with `torch.set_num_threads(1)`. Reported, not asserted.", "",
+             "the CPU runs PyTorch with `torch.set_num_threads(1)`. Reported, not asserted. The simulated "
+             "device's engine threads",
+             "share the host's cores with everything else on it: on a busy host its medians move by tens of "
+             "percent from run to run",
+             "(the load average below), so compare default and tuned within one run.", "",
              f"- commit {commit}, PyTorch {torch.__version__}, {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; device {props['name']}, "
              f"{props.get('multi_processor_count', '?')} engines",
