@@ -1,12 +1,19 @@
 #include "config.hpp"
 
+#include "kernels.hpp"
+
 #include <fmt/format.h>
 
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 
+#include <unistd.h>
+
 namespace mtia::sim {
+
+static_assert(kMaxKernelArgs == MTIA_SIM_MAX_KERNEL_ARGS && kMaxKernelArgBytes == kMaxArgumentBytes,
+              "the settings' maxima are what a launch can carry");
 
 std::optional<uint64_t> parseUnsigned(std::string_view text) {
     if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front())))
@@ -39,6 +46,17 @@ std::optional<uint64_t> parseByteSize(std::string_view text) {
     }
     if (*number > (UINT64_MAX >> shift)) return std::nullopt;
     return *number << shift;
+}
+
+uint64_t hostLastLevelCacheBytes() {
+    static const uint64_t bytes = [] {
+        for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+            const long v = sysconf(name);
+            if (v > 0) return static_cast<uint64_t>(v);
+        }
+        return kDefaultL2CacheBytes;
+    }();
+    return bytes;
 }
 
 namespace {
@@ -75,6 +93,22 @@ bool parseMemory(const EnvLookup& lookup, uint64_t& out, std::string& error) {
     return true;
 }
 
+bool parseBytesVar(const EnvLookup& lookup, const char* name, uint64_t lo, uint64_t hi,
+                   uint64_t& out, std::string& error) {
+    const std::optional<std::string> text = lookup(name);
+    if (!text) return true;
+    const std::optional<uint64_t> value = parseByteSize(*text);
+    if (!value || *value < lo || *value > hi) {
+        error = fmt::format("{}='{}' is not valid: expected bytes from {} to {}, as a number with "
+                            "an optional suffix K, M, G or T (optionally followed by iB or B), "
+                            "e.g. 4096, 64KiB, 32M",
+                            name, *text, lo, hi);
+        return false;
+    }
+    out = *value;
+    return true;
+}
+
 }  // namespace
 
 ConfigResult parseConfig(const EnvLookup& lookup) {
@@ -86,7 +120,15 @@ ConfigResult parseConfig(const EnvLookup& lookup) {
         !parseIntVar(lookup, "MTIA_SIM_ENGINES", 1, kMaxEngines, config.engines, result.error) ||
         !parseIntVar(lookup, "MTIA_SIM_BIND_ENGINES", 0, 1, bind, result.error) ||
         !parseIntVar(lookup, "MTIA_SIM_QUEUE_DEPTH", 1, kMaxQueueDepth, config.queueDepth,
-                     result.error)) {
+                     result.error) ||
+        !parseIntVar(lookup, "MTIA_SIM_MAX_KERNEL_ARGS", 1, kMaxKernelArgs, config.maxKernelArgs,
+                     result.error) ||
+        !parseIntVar(lookup, "MTIA_SIM_MAX_KERNEL_BUFFERS", 1, kMaxKernelArgs,
+                     config.maxKernelBuffers, result.error) ||
+        !parseBytesVar(lookup, "MTIA_SIM_MAX_KERNEL_ARG_BYTES", 1, kMaxKernelArgBytes,
+                       config.maxKernelArgBytes, result.error) ||
+        !parseBytesVar(lookup, "MTIA_SIM_L2_CACHE", 0, kMaxL2CacheBytes, config.l2CacheBytes,
+                       result.error)) {
         return result;
     }
     config.bindEngines = bind != 0;

@@ -39,6 +39,19 @@ inline constexpr size_t kMaxMachineNameBytes = 255;
 // queue is of this order. Each pending command takes a 128-byte slot.
 inline constexpr int32_t kDefaultQueueDepth = 1024;
 inline constexpr int32_t kMaxQueueDepth = 1 << 20;
+// One launch's limits (MTIA_SIM_MAX_KERNEL_ARGS, _ARG_BYTES, _BUFFERS). The maxima are what the
+// driver can carry (mtia_sim_kernel.h, kernels.hpp's kMaxArgumentBytes). The simulated device has
+// no IO-buffer limit of its own, so every argument may be a buffer by default.
+inline constexpr int32_t kMaxKernelArgs = 32;
+inline constexpr uint64_t kMaxKernelArgBytes = 4096;
+// The last-level cache when the host does not say (sysconf answers 0 in some containers): a
+// server CPU's L3 is of this order.
+inline constexpr uint64_t kDefaultL2CacheBytes = 32 * kMiB;
+inline constexpr uint64_t kMaxL2CacheBytes = kTiB;
+
+// The host's last-level cache in bytes (L3, else L2, else kDefaultL2CacheBytes): simulated
+// kernels run on host CPUs, so this is the cache a benchmark must flush. Read once.
+uint64_t hostLastLevelCacheBytes();
 
 struct Config {
     int32_t devices = 2;
@@ -48,6 +61,12 @@ struct Config {
     int32_t queueDepth = kDefaultQueueDepth;  // MTIA_SIM_QUEUE_DEPTH, 1 to kMaxQueueDepth
     FaultPlan faults;
     std::string machine;  // MTIA_SIM_MACHINE: names the simulated machine (part of the uuids)
+    // Launch limits and cache size: not part of the machine's identity (like the queue depth),
+    // so processes with different settings still share one machine and its registry.
+    int32_t maxKernelArgs = kMaxKernelArgs;             // MTIA_SIM_MAX_KERNEL_ARGS
+    int32_t maxKernelBuffers = kMaxKernelArgs;          // MTIA_SIM_MAX_KERNEL_BUFFERS
+    uint64_t maxKernelArgBytes = kMaxKernelArgBytes;    // MTIA_SIM_MAX_KERNEL_ARG_BYTES
+    uint64_t l2CacheBytes = hostLastLevelCacheBytes();  // MTIA_SIM_L2_CACHE
 };
 
 // Returns the value of an environment variable, or nullopt when it is not set.

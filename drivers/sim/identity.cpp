@@ -88,6 +88,10 @@ void describeIdentity(const Config& config, int32_t index, mtiaDrvDeviceInfo& in
     info.sharedMemPerBlock = kSharedMemPerBlock;
     info.allocationGranularity = kGranularity;
     info.canAccessPeers = 1;
+    info.maxKernelArgs = config.maxKernelArgs;
+    info.maxKernelBuffers = config.maxKernelBuffers;
+    info.maxKernelArgBytes = config.maxKernelArgBytes;
+    info.l2CacheSize = config.l2CacheBytes;
 }
 
 }  // namespace mtia::sim

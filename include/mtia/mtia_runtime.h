@@ -31,6 +31,15 @@
  *   one chain). Nothing blocks during
  *   capture (nothing is queued), and a sticky device fault ends the wait
  *   with mtiaErrorLaunchFailure.
+ * - Sticky faults: once a command faults, its device runs nothing more and
+ *   every call that reports the device's state fails with the fault's code
+ *   until mtiaDeviceReset: mtiaErrorIllegalAddress for a kernel's memory
+ *   fault (the simulator: SIGSEGV or SIGBUS raised by a kernel; the message
+ *   gives the address and whether it is device memory), else
+ *   mtiaErrorLaunchFailure (SIGFPE, SIGILL, abort() in a kernel, a fault the
+ *   kernel reported, an exception, a bad copy). Where "mtiaErrorLaunchFailure
+ *   (sticky fault)" is listed below, either code may come. Other devices are
+ *   not affected.
  */
 #ifndef MTIA_RUNTIME_H
 #define MTIA_RUNTIME_H
@@ -108,6 +117,30 @@ MTIA_API mtiaError_t mtiaGetDeviceProperties(mtiaDeviceProp* prop, int dev);
  * sticky fault if it has one. Thread-safe; blocking; not legal while a stream of the device is
  * capturing. Errors: mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaDeviceSynchronize(void);
+
+/** Resets the current device for this process, as cudaDeviceReset does: first waits for the work
+ * running on it (a device with a sticky fault runs nothing more, so its queued commands complete at
+ * once without running; on a healthy device everything queued runs to completion first), then
+ * releases everything this process holds of the device: every allocation (mtiaMalloc and the
+ * caching allocator's cached segments, graphs' private pools, IPC handles exported from it and
+ * IPC mappings opened on it), every stream except the default stream, every event, every graph
+ * captured on it; clears the sticky fault and the device's peer access; the device is then usable
+ * again, as if freshly started. Handles of released objects answer mtiaErrorInvalidHandle from
+ * then on (never a crash), and device pointers of released memory are unknown to the runtime
+ * (mtiaFree answers mtiaErrorInvalidValue); a thread whose current stream on the device was
+ * released falls back to the default stream, which stays valid. Modules and functions are the
+ * process's, not a device's (one mtiaModuleLoad serves every device): they stay loaded and valid.
+ * Pinned host memory stays. An IPC handle opened again after the reset maps afresh. Memory of
+ * this process exported to other processes is released although they may still map it (their
+ * reads and writes of it are undefined from then on, as with CUDA).
+ * Thread-safe against other resets; calls of other threads that use the device while it resets
+ * race with it (their objects may be released under them: they fail, they do not crash).
+ * Blocking; not legal while a capture is live on the device; not from a host function or kernel.
+ * Errors: mtiaErrorNoDevice, mtiaErrorStreamCaptureUnsupported (a stream of the device is
+ * capturing; nothing is released), mtiaErrorNotSupported (the device has a sticky fault and its
+ * driver is older than driver ABI 1.8, which cannot clear it; nothing is released),
+ * mtiaErrorNotPermitted (called from a host function or kernel). */
+MTIA_API mtiaError_t mtiaDeviceReset(void);
 
 /** Stream priority range of the current device: lower number = higher priority, so
  * *greatest <= *least. Either pointer may be NULL. Thread-safe, non-blocking, legal during capture.
@@ -323,10 +356,44 @@ MTIA_API mtiaError_t mtiaGetBuiltinFunction(mtiaFunction_t* fn, const char* name
  * of grid; built-ins cover their whole range for any grid. Thread-safe; blocking: may block when
  * the stream's queue is full. Errors: mtiaErrorInvalidValue (grid or block dimension 0, block
  * larger than maxThreadsPerBlock, sharedMem above sharedMemPerBlock, args NULL for a kernel with
- * arguments), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
+ * arguments; a kernel limit of the device: more arguments than maxKernelArgs, more bytes of them
+ * than maxKernelArgBytes, or top-level pointer arguments naming more distinct allocations of the
+ * stream's device than maxKernelBuffers, checked at capture too; the message names the limit and
+ * the value), mtiaErrorInvalidHandle (fn or stream), mtiaErrorLaunchFailure (the device has a
  * sticky fault). */
 MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3 block, void** args,
                                       size_t sharedMem, mtiaStream_t stream);
+
+/* Options of mtiaBenchmarkKernel; MTIA_BENCHMARK_OPTIONS_INIT zeroes the rest. */
+typedef struct mtiaBenchmarkOptions {
+    uint32_t structSize;
+    uint32_t warmup;      /* untimed launches before the timed ones */
+    uint32_t repetitions; /* timed launches (>= 1): timesMs has this many entries */
+    uint32_t flushCache;  /* nonzero: before each timed launch, the stream writes a buffer of the
+                             device's l2CacheSize bytes (not timed) */
+} mtiaBenchmarkOptions;
+#define MTIA_BENCHMARK_OPTIONS_INIT MTIA_STRUCT_INIT(mtiaBenchmarkOptions)
+
+/** Times a kernel as Triton's do_bench does, for callers without Python (autotuners, compilers).
+ * Launches f as mtiaLaunchKernel would (same checks and limits) options->warmup times, then for
+ * each of options->repetitions: (with flushCache, writes a buffer of the device's l2CacheSize bytes
+ * on the stream, from the caching allocator, reused by later calls; nothing when l2CacheSize is 0),
+ * records a timing event, launches, records an event. Synchronizes the stream once at the end and
+ * writes repetition i's elapsed milliseconds (device event timing) to timesMs[i]. Every event and
+ * buffer it made is released before it returns, on success and on failure.
+ * options->structSize may be smaller than this struct (fields past it count as 0) but not below
+ * the first three fields.
+ * Thread-safe; blocking; not legal during capture (on a capturing stream, or while a Global capture
+ * of another thread runs on the device: mtiaErrorStreamCaptureUnsupported, and the capture is
+ * invalidated, as for mtiaStreamSynchronize). Errors: mtiaErrorInvalidValue (options or timesMs
+ * NULL, options->structSize too small, repetitions 0, and mtiaLaunchKernel's launch errors,
+ * including a kernel limit), mtiaErrorInvalidHandle (f or stream), mtiaErrorMemoryAllocation (the
+ * flush buffer), mtiaErrorStreamCaptureUnsupported, mtiaErrorLaunchFailure or
+ * mtiaErrorIllegalAddress (a sticky device fault, before or during the runs; timesMs is then not
+ * written). */
+MTIA_API mtiaError_t mtiaBenchmarkKernel(mtiaFunction_t f, mtiaDim3 grid, mtiaDim3 block,
+                                         void** args, size_t sharedMem, mtiaStream_t stream,
+                                         const mtiaBenchmarkOptions* options, float* timesMs);
 
 /* ---- Memory ----------------------------------------------------------------- */
 

@@ -170,7 +170,14 @@ typedef struct mtiaDeviceProp {
     int32_t streamPriorityLeast, streamPriorityGreatest;
     uint64_t sharedMemPerBlock;
     uint64_t allocationGranularity; /* bytes; physical allocations are multiples of it */
-                                    /* new fields are appended only */
+    /* One kernel launch's limits, checked by mtiaLaunchKernel and capture
+     * (over a limit: mtiaErrorInvalidValue naming it). Inductor's combo_kernel_max_num_args and
+     * max_fusion_unique_io_buffers read them. */
+    int32_t maxKernelArgs;    /* arguments a kernel may take */
+    int32_t maxKernelBuffers; /* distinct device allocations its top-level pointer arguments name */
+    uint64_t maxKernelArgBytes; /* sum of its arguments' sizes, in bytes */
+    uint64_t l2CacheSize; /* bytes of the device's last-level cache, 0 if unknown (CUDA's name) */
+    /* new fields are appended only */
 } mtiaDeviceProp;
 #define MTIA_DEVICE_PROP_INIT MTIA_STRUCT_INIT(mtiaDeviceProp)
 

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 
 #include <chrono>
+#include <cstddef>
 
 namespace mtia::driver {
 namespace {
@@ -63,10 +64,26 @@ int32_t Driver::deviceCount() const {
     return n;
 }
 
+void normalizeLimits(mtiaDrvDeviceInfo& info) noexcept {
+    // The launch limits were appended without a version of their own: a driver that did not fill
+    // that far (or wrote 0) states none, and what a launch can carry at all stands in.
+    constexpr size_t kLimitsEnd = offsetof(mtiaDrvDeviceInfo, l2CacheSize) + sizeof(uint64_t);
+    const bool filled = info.structSize >= kLimitsEnd;
+    if (!filled) info.l2CacheSize = 0;
+    if (!filled || info.maxKernelArgs <= 0 ||
+        info.maxKernelArgs > static_cast<int32_t>(MTIA_DRIVER_MAX_KERNEL_ARGS))
+        info.maxKernelArgs = MTIA_DRIVER_MAX_KERNEL_ARGS;
+    if (!filled || info.maxKernelBuffers <= 0 || info.maxKernelBuffers > info.maxKernelArgs)
+        info.maxKernelBuffers = info.maxKernelArgs;
+    if (!filled || info.maxKernelArgBytes == 0)
+        info.maxKernelArgBytes = MTIA_DRIVER_MAX_KERNEL_ARG_BYTES;
+}
+
 mtiaDrvDeviceInfo Driver::deviceInfo(int32_t dev) const {
     mtiaDrvDeviceInfo info{};
     info.structSize = sizeof(info);
     check(ops_.deviceGetInfo(dev, &info), "reading device properties");
+    normalizeLimits(info);
     return info;
 }
 

@@ -9,6 +9,11 @@
 
 namespace mtia::driver {
 
+// Fills the launch limits a driver did not state (its filled structSize does not reach them, or
+// they are 0 or out of range) with what any launch can carry (MTIA_DRIVER_MAX_KERNEL_ARGS,
+// MTIA_DRIVER_MAX_KERNEL_ARG_BYTES), and l2CacheSize with 0 (unknown).
+void normalizeLimits(mtiaDrvDeviceInfo& info) noexcept;
+
 class Driver {
 public:
     // ops must be validated and complete (loader.hpp). source says where the
@@ -43,6 +48,7 @@ public:
     const char* message() const noexcept;
 
     int32_t deviceCount() const;
+    // The device's info; its launch limits always set (normalizeLimits).
     mtiaDrvDeviceInfo deviceInfo(int32_t dev) const;
     // The device's sticky fault as a status (mtiaSuccess when healthy), with
     // the driver's explanation in *message when it is not.

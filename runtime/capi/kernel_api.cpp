@@ -1,8 +1,11 @@
 #include "core/api_guard.hpp"
 #include "graph/capture.hpp"
+#include "runtime/context/benchmark.hpp"
 #include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
+
+#include <cstddef>
 
 using mtia::apiCall;
 using mtia::requireNonNull;
@@ -57,6 +60,35 @@ MTIA_API mtiaError_t mtiaLaunchKernel(mtiaFunction_t fn, mtiaDim3 grid, mtiaDim3
         auto f = rt.kernels().borrowFunction(fn);
         auto s = rt.borrowStream(stream);
         rt.kernels().launch(*f, rt.device(s->device()), grid, block, args, sharedMem, *s);
+    });
+}
+
+MTIA_API mtiaError_t mtiaBenchmarkKernel(mtiaFunction_t f, mtiaDim3 grid, mtiaDim3 block,
+                                         void** args, size_t sharedMem, mtiaStream_t stream,
+                                         const mtiaBenchmarkOptions* options, float* timesMs) {
+    return apiCall("mtiaBenchmarkKernel", [&] {
+        requireNonNull(options, "options");
+        // warmup and repetitions are required; later fields read as 0 from an older caller's
+        // struct.
+        constexpr size_t kRequired = offsetof(mtiaBenchmarkOptions, flushCache);
+        if (options->structSize < kRequired)
+            mtia::fail(mtiaErrorInvalidValue,
+                       "options->structSize is {}; at least {} (use MTIA_BENCHMARK_OPTIONS_INIT)",
+                       options->structSize, kRequired);
+        mtia::BenchmarkPlan plan;
+        plan.warmup = options->warmup;
+        plan.repetitions = options->repetitions;
+        plan.flushCache =
+            options->structSize >= offsetof(mtiaBenchmarkOptions, flushCache) + sizeof(uint32_t) &&
+            options->flushCache != 0;
+        if (plan.repetitions == 0)
+            mtia::fail(mtiaErrorInvalidValue,
+                       "options->repetitions is 0 (at least one timed launch is needed)");
+        requireNonNull(timesMs, "timesMs");
+        Runtime& rt = Runtime::instance();
+        std::shared_ptr<mtia::Function> fn = rt.kernels().function(f, "f");
+        std::shared_ptr<mtia::streams::Stream> s = rt.stream(stream);
+        mtia::benchmarkKernel(rt, *fn, *s, grid, block, args, sharedMem, plan, timesMs);
     });
 }
 

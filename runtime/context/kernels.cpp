@@ -3,6 +3,11 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "runtime/context/device.hpp"
+#include "runtime/context/memory_ops.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
 
 namespace mtia {
 namespace {
@@ -38,6 +43,10 @@ mtiaFunction_t Kernels::registerFunction(mtiaDrvKernel kernel, const std::string
     if (f->numArgs > MTIA_DRIVER_MAX_KERNEL_ARGS)
         fail(mtiaErrorDriver, "driver '{}' reports {} arguments for kernel '{}' (at most {})",
              driver_->name(), f->numArgs, name, MTIA_DRIVER_MAX_KERNEL_ARGS);
+    for (uint32_t i = 0; i < f->numArgs; ++i) {
+        f->argBytes += f->argSizes[i];
+        if (f->argSizes[i] == sizeof(void*)) ++f->pointerArgs;
+    }
     return toHandle<mtiaFunction_t>(functions_.insert(std::move(f)));
 }
 
@@ -112,6 +121,15 @@ HandleTable<Function>::Ref Kernels::borrowFunction(mtiaFunction_t fn, const char
     return f;
 }
 
+std::shared_ptr<Function> Kernels::function(mtiaFunction_t fn, const char* argName) const {
+    if (fn == nullptr) fail(mtiaErrorInvalidHandle, "{} is NULL", argName);
+    std::shared_ptr<Function> f = functions_.lookup(fromHandle(fn));
+    if (!f)
+        fail(mtiaErrorInvalidHandle, "{} {} is not a live function (stale, unloaded or foreign)",
+             argName, fmt::ptr(fn));
+    return f;
+}
+
 namespace {
 
 // What the driver checks too, in the ABI's terms: throws InvalidValue naming the argument at fault.
@@ -136,10 +154,53 @@ void validateLaunch(const Function& fn, const mtiaDrvDeviceInfo& limits, mtiaDim
     }
 }
 
+// The distinct device allocations named by fn's pointer-sized arguments that lie in dev's address
+// range (a pointer in no live allocation counts on its own: the device would fault on it).
+// Pointers inside struct arguments are not seen: the limit counts top-level arguments.
+uint32_t distinctBuffers(const Function& fn, const Device& dev, void** args) {
+    if (args == nullptr) return 0;  // refused as a bad launch, not here
+    std::vector<uintptr_t> bases;
+    for (uint32_t i = 0; i < fn.numArgs; ++i) {
+        if (fn.argSizes[i] != sizeof(void*) || args[i] == nullptr) continue;
+        void* value = nullptr;
+        std::memcpy(&value, args[i], sizeof value);
+        if (!dev.ownsAddress(value)) continue;
+        const std::optional<DevicePointer> d = findDevicePointer(Runtime::instance(), value);
+        bases.push_back(d ? reinterpret_cast<uintptr_t>(d->allocation.base)
+                          : reinterpret_cast<uintptr_t>(value));
+    }
+    std::sort(bases.begin(), bases.end());
+    return static_cast<uint32_t>(std::unique(bases.begin(), bases.end()) - bases.begin());
+}
+
+// Off the common path: a limit may be exceeded. Throws InvalidValue naming the limit and the value.
+[[gnu::cold, gnu::noinline]] void checkLimits(const Function& fn, const Device& dev, void** args) {
+    const mtiaDrvDeviceInfo& lim = dev.info();
+    if (fn.numArgs > static_cast<uint32_t>(lim.maxKernelArgs))
+        fail(mtiaErrorInvalidValue,
+             "kernel '{}' takes {} arguments; device {} allows {} (maxKernelArgs)", fn.name,
+             fn.numArgs, dev.ordinal(), lim.maxKernelArgs);
+    if (fn.argBytes > lim.maxKernelArgBytes)
+        fail(mtiaErrorInvalidValue,
+             "kernel '{}' takes {} bytes of arguments; device {} allows {} (maxKernelArgBytes)",
+             fn.name, fn.argBytes, dev.ordinal(), lim.maxKernelArgBytes);
+    if (const uint32_t n = distinctBuffers(fn, dev, args);
+        n > static_cast<uint32_t>(lim.maxKernelBuffers))
+        fail(mtiaErrorInvalidValue,
+             "kernel '{}' is launched with {} distinct device buffers; device {} allows {} "
+             "(maxKernelBuffers)",
+             fn.name, n, dev.ordinal(), lim.maxKernelBuffers);
+}
+
 }  // namespace
 
 void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaDim3 block,
                      void** args, size_t sharedMem, streams::Stream& stream) const {
+    const mtiaDrvDeviceInfo& lim = dev.info();
+    if (fn.numArgs > static_cast<uint32_t>(lim.maxKernelArgs) ||
+        fn.argBytes > lim.maxKernelArgBytes ||
+        fn.pointerArgs > static_cast<uint32_t>(lim.maxKernelBuffers)) [[unlikely]]
+        checkLimits(fn, dev, args);
     mtiaDrvCommand cmd{};
     cmd.type = mtiaDrvCmdKernel;
     cmd.u.kernel.kernel = fn.kernel;
@@ -167,7 +228,8 @@ void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaD
         // Off the common path: say what was refused in the terms of the ABI call.
         if (e.code() == mtiaErrorInvalidValue && driverValidates)
             validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
-        if (e.code() == mtiaErrorLaunchFailure) dev.checkHealthy();
+        if (e.code() == mtiaErrorLaunchFailure || e.code() == mtiaErrorIllegalAddress)
+            dev.checkHealthy();
         throw;
     }
 }

@@ -27,6 +27,10 @@ struct Function {
     std::string name;
     uint32_t numArgs = 0;
     std::array<uint32_t, MTIA_DRIVER_MAX_KERNEL_ARGS> argSizes{};
+    // For the launch limits (mtiaDeviceProp.maxKernel*): the sum of argSizes, and the arguments
+    // that could be device pointers (pointer-sized), whose values name the buffers a launch uses.
+    uint64_t argBytes = 0;
+    uint32_t pointerArgs = 0;
     // Keeps the driver module loaded while a launch holds the function, even
     // if the module's handle is unloaded meanwhile. Null for built-ins.
     std::shared_ptr<Module> module;
@@ -60,10 +64,15 @@ public:
     // The function behind fn, without a reference count update: one borrowed function per thread at
     // a time (HandleTable::Ref). Throws InvalidHandle naming argName.
     HandleTable<Function>::Ref borrowFunction(mtiaFunction_t fn, const char* argName = "fn") const;
+    // The function behind fn, held (for calls that run long or look up other functions meanwhile).
+    // Throws InvalidHandle naming argName.
+    std::shared_ptr<Function> function(mtiaFunction_t fn, const char* argName = "fn") const;
 
     // Queues the launch on stream, a stream of dev. The driver validates it; when it refuses, the
     // error names the ABI argument at fault (checked against dev's limits only then, off the common
-    // path).
+    // path). The kernel limits (arguments, their bytes, distinct device buffers) are the runtime's
+    // to check, for launches and captures alike: three comparisons unless the kernel has more
+    // pointer-sized arguments than dev allows buffers.
     void launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaDim3 block, void** args,
                 size_t sharedMem, streams::Stream& stream) const;
 

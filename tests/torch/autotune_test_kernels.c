@@ -1,8 +1,12 @@
 /* Kernels for torch_mtia.autotune's tests and benchmark (tests/torch/test_autotune.py,
  * bench/autotune_bench.py): candidates that take a known time, write where their arguments point,
  * fault, hang or abort. A module of the simulated device (<mtia/mtia_sim_kernel.h>). */
+/* clock_gettime under strict ISO C (the Meson build compiles with -std=c11). */
+#define _POSIX_C_SOURCE 200809L
+
 #include <mtia/mtia_sim_kernel.h>
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +25,20 @@ MTIA_SIM_KERNEL(spin_us) {
     memcpy(&us, args[0], sizeof us);
     const uint64_t end = nowNs() + us * 1000u;
     while (nowNs() < end) {}
+}
+
+/* Takes `us` microseconds per block without using the host's CPU, as a real device's kernel
+ * would (the engine sleeps). */
+MTIA_SIM_KERNEL_ARGS(sleep_us, 1, sizeof(uint64_t));
+MTIA_SIM_KERNEL(sleep_us) {
+    uint64_t us;
+    struct timespec until;
+    (void)ctx;
+    memcpy(&us, args[0], sizeof us);
+    const uint64_t end = nowNs() + us * 1000u;
+    until.tv_sec = (time_t)(end / 1000000000u);
+    until.tv_nsec = (long)(end % 1000000000u);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) != 0) {}
 }
 
 /* *dst = value, dst a pointer argument (autotune.ptr). */
@@ -87,4 +105,13 @@ MTIA_SIM_KERNEL(aborts) {
     (void)ctx;
     (void)args;
     abort();
+}
+
+/* Ends its process with SIGKILL, which no runtime can turn into a device error: the pool's restart
+ * path whatever the runtime does with faults. */
+MTIA_SIM_KERNEL_ARGS(kills_process, 0, 0);
+MTIA_SIM_KERNEL(kills_process) {
+    (void)ctx;
+    (void)args;
+    raise(SIGKILL);
 }

@@ -3,6 +3,7 @@ autotune_test_kernels.c ($MTIA_AUTOTUNE_TEST_KERNELS), its disk cache across pro
 that reach the parent's tensors, and what it leaves behind (no child processes, no imports holding
 the parent's memory)."""
 import ctypes
+import gc
 import json
 import os
 import subprocess
@@ -66,6 +67,7 @@ def mixed_candidates():
         autotune.Candidate("null_write", module=KERNELS, config="null_write"),
         autotune.Candidate("hang", module=KERNELS, config="hang", timeout_s=1.0),
         autotune.Candidate("aborts", module=KERNELS, config="aborts"),
+        autotune.Candidate("kills_process", module=KERNELS, config="kills_process"),
         autotune.Candidate("no_such_kernel", module=KERNELS, config="missing"),
         autotune.Candidate("spin_us", build=build_fails, config="build_fails"),
         spin(6000),
@@ -99,11 +101,13 @@ def test_mixed_candidates_winner_and_every_failure(cache):
     assert hang.recovery == "timeout" and "timed out after 1 s" in hang.error
     aborts = results['"aborts"']
     assert aborts.recovery in ("reset", "restart") and aborts.error
+    killed = results['"kills_process"']
+    assert killed.recovery == "restart" and "died" in killed.error and "SIGKILL" in killed.error
     missing = results['"missing"']
     assert missing.error_code == 500 and "no_such_kernel" in missing.error and missing.recovery is None
     build = results['"build_fails"']
     assert build.device == -1 and "build failed: RuntimeError: the compiler rejected it" in build.error
-    assert stats["timeouts"] == 1 and stats["resets"] + stats["restarts"] >= 3
+    assert stats["timeouts"] == 1 and stats["resets"] + stats["restarts"] >= 4
     assert stats["benchmarked"] == len(results) - 1  # the failed build never reached a worker
     assert autotune.cache_lookup(key) == {"us": 100}
 
@@ -145,6 +149,12 @@ def test_arguments_reach_the_parents_tensors(cache):
         by_ptr = pool.submit(autotune.Candidate(
             "write_u64", module=KERNELS, args=(autotune.ptr(0, 5 * 8), autotune.value(ctypes.c_uint64(7)))),
             [dst])
+        f = torch.zeros(8, device=f"mtia:{DEVICES[-1]}")
+        builtin = pool.submit(autotune.Candidate(  # a runtime built-in: no module
+            "fill_f32", args=(autotune.ptr(0, 4), autotune.value(ctypes.c_float(2.5)),
+                              autotune.value(ctypes.c_uint64(3)))), {DEVICES[-1]: [f]})
+        assert builtin.result().ok and builtin.result().device == DEVICES[-1]
+        assert f.cpu().tolist() == [0, 2.5, 2.5, 2.5, 0, 0, 0, 0]
         assert by_struct.result().ok, by_struct.result().error
         assert by_ptr.result().ok, by_ptr.result().error
         expected_big = [0] * 16
@@ -152,6 +162,26 @@ def test_arguments_reach_the_parents_tensors(cache):
         expected_big[4 + 5] = 7
         assert big.cpu().tolist() == expected_big
         assert other.cpu().tolist() == [0, 0, ~value, 0, 0, 0, 0, 0]
+
+
+def test_worker_recovers_after_a_fault(cache):
+    """After a faulting candidate the same device runs the next ones on the same buffers (the worker
+    reset its device and reopened its imports, or was restarted)."""
+    buf = torch.zeros(2, dtype=torch.int64, device="mtia:0")
+
+    def write(v):
+        return autotune.Candidate("write_u64", module=KERNELS,
+                                  args=(autotune.ptr(0, 8), autotune.value(ctypes.c_uint64(v))))
+
+    with autotune.TuningPool(DEVICES[:1], warmup=0, repetitions=1) as pool:
+        futures = [pool.submit(c, [buf]) for c in
+                   (write(1), autotune.Candidate("null_write", module=KERNELS), write(2))]
+        first, fault, second = [f.result() for f in futures]
+        assert first.ok and second.ok, (first.error, second.error)
+        assert not fault.ok and fault.recovery in ("reset", "restart")
+        assert buf.cpu().tolist() == [0, 2]
+        # Without a reset the worker would have been started again.
+        assert pool.stats["workers_started"] == (1 if fault.recovery == "reset" else 2)
 
 
 def test_no_processes_or_imports_left(cache):
@@ -208,13 +238,24 @@ def test_close_cancels_queued_candidates(cache):
     pool = autotune.TuningPool(DEVICES[:1], warmup=0, repetitions=1)
     running = pool.submit(autotune.Candidate("hang", module=KERNELS, timeout_s=60.0))
     queued = [pool.submit(spin(1)) for _ in range(3)]
+    building = pool.submit(autotune.Candidate("spin_us", build=lambda: time.sleep(0.5) or KERNELS,
+                                              args=(autotune.value(ctypes.c_uint64(1)),)))
     pool.start()
     deadline = time.monotonic() + 30
     while not running.running() and time.monotonic() < deadline:
         time.sleep(0.01)
     pool.close()
     assert running.result().error == "the pool was closed"
-    assert all(f.cancelled() for f in queued)
+    assert all(f.cancelled() for f in queued) and building.cancelled()
+    assert_no_children()
+
+
+def test_abandoned_pool_is_collected(cache):
+    pool = autotune.TuningPool(DEVICES, warmup=0, repetitions=1)
+    assert pool.submit(spin(1)).result().ok
+    assert children()
+    del pool
+    gc.collect()
     assert_no_children()
 
 
@@ -233,6 +274,8 @@ def test_argument_checks():
             pool.submit(autotune.Candidate("k"), [torch.zeros(1)])
         with pytest.raises(ValueError, match="distinct configs"):
             pool.tune("k", [spin(1), spin(1)])
+        with pytest.raises(ValueError, match="every candidate needs a config"):
+            pool.tune("k", [autotune.Candidate("noop")])
 
 
 def test_cache_entries(cache):

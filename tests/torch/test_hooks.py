@@ -52,6 +52,10 @@ def test_capability_and_properties():
     cap = torch.mtia.get_device_capability(DEV)  # getDeviceCapability
     assert cap == (props["major"], props["minor"])
     assert torch.mtia.is_bf16_supported()
+    # The kernel limits and the cache size compilers read (the simulated device's defaults, the
+    # host's last-level cache).
+    assert props["max_kernel_args"] == 32 and props["max_kernel_buffers"] == 32
+    assert props["max_kernel_arg_bytes"] == 4096 and props["L2_cache_size"] > 0
 
 
 def test_streams():

@@ -72,6 +72,11 @@ PyObject* devicePropertiesObject(const mtiaDeviceProp& p) {
     d["max_threads_per_block"] = p.maxThreadsPerBlock;
     d["shared_memory_per_block"] = p.sharedMemPerBlock;
     d["allocation_granularity"] = p.allocationGranularity;
+    // Kernel limits and the cache size, for compilers (Inductor's fusion guardrails, do_bench).
+    d["max_kernel_args"] = p.maxKernelArgs;
+    d["max_kernel_buffers"] = p.maxKernelBuffers;
+    d["max_kernel_arg_bytes"] = p.maxKernelArgBytes;
+    d["L2_cache_size"] = p.l2CacheSize;
     d["stream_priority_range"] = py::make_tuple(p.streamPriorityLeast, p.streamPriorityGreatest);
     char uuid[37];
     const uint8_t* u = p.uuid;

@@ -100,8 +100,10 @@ class Runtime:
 
     def check(self, status, what):
         if status != 0:
-            raise MtiaError(status, self.lib.mtiaGetErrorName(status).decode(),
-                            f"{what}: {self.lib.mtiaGetLastErrorMessage().decode(errors='replace')}")
+            message = self.lib.mtiaGetLastErrorMessage().decode(errors="replace")
+            if not message.startswith(what):  # the runtime's messages start with the call's name
+                message = f"{what}: {message}"
+            raise MtiaError(status, self.lib.mtiaGetErrorName(status).decode(), message)
 
 
 class Worker:
@@ -125,11 +127,6 @@ class Worker:
             if (peer != self.device and self.rt.lib.mtiaDeviceCanAccessPeer(
                     ctypes.byref(can), self.device, peer) == 0 and can.value):
                 self.rt.lib.mtiaDeviceEnablePeerAccess(peer, 0)  # IllegalState: enabled already
-
-    def forget_device_state(self):
-        """After mtiaDeviceReset: the imports and modules it released are not closed again."""
-        self.imports.clear()
-        self.modules.clear()
 
     def close_imports(self):
         for pointer in self.imports.values():
@@ -201,36 +198,13 @@ class Worker:
         options = BenchmarkOptions(ctypes.sizeof(BenchmarkOptions), spec["warmup"], reps,
                                    1 if spec["flush_cache"] else 0)
         grid, block = Dim3(*spec["grid"]), Dim3(*spec["block"])
-        if self.rt.benchmark is None:  # TEMPORARY until i20-limits lands
-            return self.events_loop(function, grid, block, array, spec)
+        if self.rt.benchmark is None:
+            raise MtiaError(801, "mtiaErrorNotSupported",
+                            "this libmtia has no mtiaBenchmarkKernel (older than the pool)")
         self.rt.check(self.rt.benchmark(function, grid, block, array, spec["shared_mem"], None,
                                         ctypes.byref(options), times), "mtiaBenchmarkKernel")
         del keep
         return [float(t) for t in times]
-
-    def events_loop(self, function, grid, block, array, spec):  # TEMPORARY
-        lib = self.rt.lib
-        lib.mtiaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_void_p]
-        lib.mtiaEventRecord.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        lib.mtiaEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p]
-        lib.mtiaEventDestroy.argtypes = [ctypes.c_void_p]
-        for _ in range(spec["warmup"]):
-            self.rt.check(lib.mtiaLaunchKernel(function, grid, block, array, spec["shared_mem"], None), "launch")
-        times = []
-        a, b = ctypes.c_void_p(), ctypes.c_void_p()
-        lib.mtiaEventCreate(ctypes.byref(a)); lib.mtiaEventCreate(ctypes.byref(b))
-        try:
-            for _ in range(spec["repetitions"]):
-                lib.mtiaEventRecord(a, None)
-                self.rt.check(lib.mtiaLaunchKernel(function, grid, block, array, spec["shared_mem"], None), "launch")
-                lib.mtiaEventRecord(b, None)
-                self.rt.check(lib.mtiaDeviceSynchronize(), "mtiaDeviceSynchronize")
-                ms = ctypes.c_float()
-                self.rt.check(lib.mtiaEventElapsedTime(ctypes.byref(ms), a, b), "elapsed")
-                times.append(ms.value)
-        finally:
-            lib.mtiaEventDestroy(a); lib.mtiaEventDestroy(b)
-        return times
 
     def job(self, spec):
         try:
@@ -251,7 +225,9 @@ class Worker:
         if status != 0:
             return {"restart": "mtiaDeviceReset failed: "
                     + self.rt.lib.mtiaGetLastErrorMessage().decode(errors="replace")}
-        self.forget_device_state()
+        # The reset released this process's imports (and the peer access it had enabled); modules
+        # are the process's and stay loaded.
+        self.imports.clear()
         self.enable_peers()
         return {"reset": True}
 

@@ -42,10 +42,12 @@ Design (issue 20, item 4):
 - Pipelining. A candidate with ``build`` (and no ``module``) is built in this process's thread pool
   while the workers benchmark earlier candidates; its job is queued when the build returns the
   module's path. A failed build fails only that candidate. Modules are loaded in the worker (the
-  16 most recently used stay loaded).
+  16 most recently used stay loaded, by path: a build must return a new path for new code, never
+  rewrite a module file that a worker may have loaded).
 - Faults. A candidate whose kernel leaves a sticky device error (mtiaErrorIllegalAddress,
   mtiaErrorLaunchFailure) fails with the error's name and message; the worker then calls
-  mtiaDeviceReset and reopens its imports lazily. Where the library has no mtiaDeviceReset or the
+  mtiaDeviceReset (which releases the imports; modules stay, they are the process's), enables peer
+  access again and reopens the imports with the next job. Where the library has no mtiaDeviceReset or the
   reset fails, or the worker process died (a signal the runtime did not turn into a device error,
   an exit), the candidate fails with that reason (signal name, exit status, the tail of the
   worker's stderr) and the worker is started again. A candidate still running after its timeout
@@ -302,6 +304,10 @@ class _Shared:
         self.closed = False
         self.stats = collections.Counter({name: 0 for name in _STATS})
 
+    def count(self, name):
+        with self.cond:
+            self.stats[name] += 1
+
 
 class _Slot:
     """One device's worker process and the thread that feeds it."""
@@ -346,7 +352,7 @@ class _Slot:
                 why = message[1]
             self._reap(kill=True)
             raise RuntimeError(f"the worker for device {self.device} did not start: {why}")
-        self.shared.stats["workers_started"] += 1
+        self.shared.count("workers_started")
 
     def _wait_message(self, deadline):
         """The worker's next message; None if it died; "timeout" past the deadline; "closed" when
@@ -413,7 +419,7 @@ class _Slot:
         s = self.shared.settings
         exports = job.exports[self.device] if isinstance(job.exports, dict) else job.exports
         c = job.candidate
-        return {"module": None if job.module is None else os.fspath(job.module),
+        return {"module": None if job.module is None else os.path.abspath(job.module),
                 "kernel": c.kernel, "grid": c.grid, "block": c.block, "args": c.args,
                 "shared_mem": int(c.shared_mem), "buffers": exports, "warmup": s["warmup"],
                 "repetitions": s["repetitions"], "flush_cache": s["flush_cache"]}
@@ -421,7 +427,7 @@ class _Slot:
     def _benchmark(self, job):
         c = job.candidate
         timeout = c.timeout_s if c.timeout_s is not None else self.shared.settings["timeout_s"]
-        self.shared.stats["benchmarked"] += 1
+        self.shared.count("benchmarked")
         try:
             send(self.job_fd, ("job", job.id, self._spec(job)))
         except OSError:
@@ -432,14 +438,14 @@ class _Slot:
             return _failed(c, "the pool was closed", self.device)
         if message == "timeout":
             self._reap(kill=True)
-            self.shared.stats["timeouts"] += 1
+            self.shared.count("timeouts")
             return _failed(c, f"timed out after {timeout:g} s (the worker for device "
                            f"{self.device} was killed and restarted)", self.device,
                            recovery="timeout")
         if message is None:
             why = self._death()
             self._reap(kill=True)
-            self.shared.stats["restarts"] += 1
+            self.shared.count("restarts")
             return _failed(c, f"the worker for device {self.device} died while benchmarking "
                            f"this candidate ({why}); restarted", self.device, recovery="restart")
         _, job_id, outcome = message
@@ -451,11 +457,11 @@ class _Slot:
         error, recovery = outcome["error"], None
         if outcome.get("reset"):
             recovery = "reset"
-            self.shared.stats["resets"] += 1
+            self.shared.count("resets")
             error += " (the worker reset its device)"
         elif outcome.get("restart"):
             recovery = "restart"
-            self.shared.stats["restarts"] += 1
+            self.shared.count("restarts")
             error += f" (the worker was restarted: {outcome['restart']})"
             self._reap(kill=False)
         return _failed(c, error, self.device, outcome.get("error_code"), recovery)
@@ -523,6 +529,7 @@ class TuningPool:
             thread_name_prefix="autotune-build")
         self._started = False
         self._lock = threading.Lock()
+        self._building = set()  # jobs whose build has not returned
         self._ids = 0
         self.last_results = []
         _live_pools.add(self)
@@ -531,7 +538,8 @@ class TuningPool:
     def stats(self):
         """Counts: benchmarked (jobs sent to workers), cache_hits, resets, restarts, timeouts,
         workers_started."""
-        return dict(self._shared.stats)
+        with self._shared.cond:
+            return dict(self._shared.stats)
 
     def start(self, wait=True):
         """Starts the workers now (the first submit does otherwise); with wait, until they are
@@ -553,19 +561,28 @@ class TuningPool:
     def submit(self, candidate, buffers=()):
         """Queues a candidate; its Future completes with a Result (never with an exception, unless
         cancelled). buffers: tensors on mtia devices (a list, or {device: list})."""
-        if not isinstance(candidate, Candidate):
-            raise TypeError("autotune: submit takes a Candidate")
+        return self._submit(candidate, *self._share(buffers))
+
+    @staticmethod
+    def _share(buffers):
         if isinstance(buffers, dict):
             exports = {int(d): _export(list(b)) for d, b in buffers.items()}
+            tensors = buffers
+        else:
+            tensors = list(buffers)
+            exports = _export(tensors)
+        return exports, tensors
+
+    def _submit(self, candidate, exports, tensors):
+        if not isinstance(candidate, Candidate):
+            raise TypeError("autotune: submit takes a Candidate")
+        if isinstance(exports, dict):
             unknown = set(exports) - set(self.devices)
             if unknown:
                 raise ValueError(f"autotune: buffers for devices {sorted(unknown)}, which the "
                                  f"pool does not have (it has {self.devices})")
             counts = {len(e) for e in exports.values()}
-            tensors = buffers
         else:
-            tensors = list(buffers)
-            exports = _export(tensors)
             counts = {len(exports)}
         for b in _buffers_used(candidate.args):
             if b >= min(counts, default=0):
@@ -577,6 +594,8 @@ class TuningPool:
             self._ids += 1
             job = _Job(candidate, exports, tensors, future, self._ids)
         if candidate.module is None and candidate.build is not None:
+            with self._lock:
+                self._building.add(job)
             self._builds.submit(self._build, job)
         else:
             self._queue(job)
@@ -591,6 +610,13 @@ class TuningPool:
             self._shared.cond.notify_all()
 
     def _build(self, job):
+        try:
+            self._build_one(job)
+        finally:
+            with self._lock:
+                self._building.discard(job)
+
+    def _build_one(self, job):
         if self._shared.closed:
             job.future.cancel()
             return
@@ -608,7 +634,8 @@ class TuningPool:
     def benchmark_all(self, candidates, buffers=()):
         """Every candidate's Result, in order (submitted at once: built and benchmarked
         pipelined across the workers)."""
-        futures = [self.submit(c, buffers) for c in candidates]
+        shared = self._share(buffers)  # once for all of them
+        futures = [self._submit(c, *shared) for c in candidates]
         return [f.result() for f in futures]
 
     def tune(self, key, candidates, buffers=()):
@@ -617,6 +644,9 @@ class TuningPool:
         self.last_results holds every Result of the last benchmarking."""
         key = _key_text(key)
         candidates = list(candidates)
+        if any(c.config is None for c in candidates):
+            raise ValueError("autotune.tune: every candidate needs a config (what the cache "
+                             "stores)")
         configs = [_config_text(c.config) for c in candidates]
         if len(set(configs)) != len(configs):
             raise ValueError("autotune.tune: candidates need distinct configs (the cache stores "
@@ -626,7 +656,7 @@ class TuningPool:
             wanted = _config_text(entry["config"])
             for c, text in zip(candidates, configs):
                 if text == wanted:
-                    self._shared.stats["cache_hits"] += 1
+                    self._shared.count("cache_hits")
                     return Result(c, c.config, True, entry.get("time_ms"), [], None, None,
                                   entry.get("device", -1), cached=True)
         results = self.benchmark_all(candidates, buffers)
@@ -648,8 +678,10 @@ class TuningPool:
             pending = list(shared.pending)
             shared.pending.clear()
             shared.cond.notify_all()
+        with self._lock:
+            pending += list(self._building)
         for job in pending:
-            job.future.cancel()
+            job.future.cancel()  # a build still running finds the pool closed when it returns
         self._builds.shutdown(wait=False, cancel_futures=True)
         me = threading.current_thread()
         for slot in self._slots:

@@ -1,8 +1,10 @@
 #include "core/error.hpp"
+#include "platform/driver/driver.hpp"
 #include "platform/driver/loader.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -397,6 +399,19 @@ TEST(DriverLoader, SharedWordsComeBothOrNeither) {
     EXPECT_EQ(v16.memGetAllocatedWords, nullptr);
 }
 
+// Driver ABI 1.8: deviceReset, a block of its own; a 1.7 driver's table that reaches it is not its
+// to fill, so the runtime does without (mtiaDeviceReset cannot clear a fault then).
+TEST(DriverLoader, DeviceResetIsIgnoredBefore18) {
+    mtiaDriverOps ops = completeOps();
+    ops.deviceReset = [](int32_t) { return mtiaSuccess; };
+    validateOps(ops, "v18.so");
+    EXPECT_NE(ops.deviceReset, nullptr);
+    mtiaDriverOps v17 = ops;
+    v17.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 7);
+    validateOps(v17, "v17.so");
+    EXPECT_EQ(v17.deviceReset, nullptr);
+}
+
 // Note [optional entries] in loader.cpp: one rule for every block, whatever the block.
 TEST(DriverLoader, BlocksPastTheDriversVersionOrTableAreIgnored) {
     // A 1.5 driver whose table happens to reach the 1.6 entries: they are not its to fill.
@@ -478,6 +493,45 @@ TEST(DriverLoader, MachineCallsWithoutTheEntriesNameThem) {
             EXPECT_NE(m.find("driver ABI 1.6"), std::string::npos) << m;
         }
     }
+}
+
+// The kernel limits were appended to mtiaDrvDeviceInfo without a version: a driver that did not
+// fill them, or filled nonsense, gets what any launch can carry and an unknown cache.
+TEST(DeviceLimits, UnstatedLimitsGetTheMaxima) {
+    mtiaDrvDeviceInfo old{};
+    old.structSize = offsetof(mtiaDrvDeviceInfo, maxKernelArgs);
+    old.maxKernelArgs = 3;  // past what the driver filled: not read
+    old.l2CacheSize = 77;
+    normalizeLimits(old);
+    EXPECT_EQ(old.maxKernelArgs, 32);
+    EXPECT_EQ(old.maxKernelBuffers, 32);
+    EXPECT_EQ(old.maxKernelArgBytes, 4096u);
+    EXPECT_EQ(old.l2CacheSize, 0u);
+
+    mtiaDrvDeviceInfo stated{};
+    stated.structSize = sizeof stated;
+    stated.maxKernelArgs = 8;
+    stated.maxKernelBuffers = 3;
+    stated.maxKernelArgBytes = 100;
+    stated.l2CacheSize = 1 << 20;
+    normalizeLimits(stated);
+    EXPECT_EQ(stated.maxKernelArgs, 8);
+    EXPECT_EQ(stated.maxKernelBuffers, 3);
+    EXPECT_EQ(stated.maxKernelArgBytes, 100u);
+    EXPECT_EQ(stated.l2CacheSize, 1u << 20);
+
+    mtiaDrvDeviceInfo wild{};
+    wild.structSize = sizeof wild;
+    wild.maxKernelArgs = 500;
+    wild.maxKernelBuffers = 9;
+    normalizeLimits(wild);
+    EXPECT_EQ(wild.maxKernelArgs, 32);
+    EXPECT_EQ(wild.maxKernelBuffers, 9);
+    EXPECT_EQ(wild.maxKernelArgBytes, 4096u);  // 0: not stated
+    wild.maxKernelArgs = 4;
+    wild.maxKernelBuffers = 9;  // more buffers than arguments cannot be named
+    normalizeLimits(wild);
+    EXPECT_EQ(wild.maxKernelBuffers, 4);
 }
 
 }  // namespace

@@ -117,6 +117,42 @@ TEST(SimConfig, BadIntegers) {
         expectRejected("MTIA_SIM_QUEUE_DEPTH", v, "from 1 to 1048576");
 }
 
+TEST(SimConfig, KernelLimitsAndCache) {
+    const ConfigResult d = parse({});
+    ASSERT_TRUE(d.config) << d.error;
+    EXPECT_EQ(d.config->maxKernelArgs, 32);
+    EXPECT_EQ(d.config->maxKernelBuffers, 32);
+    EXPECT_EQ(d.config->maxKernelArgBytes, 4096u);
+    EXPECT_EQ(d.config->l2CacheBytes, hostLastLevelCacheBytes());
+    EXPECT_GT(hostLastLevelCacheBytes(), 0u);
+    const ConfigResult r = parse({{"MTIA_SIM_MAX_KERNEL_ARGS", "1"},
+                                  {"MTIA_SIM_MAX_KERNEL_BUFFERS", "32"},
+                                  {"MTIA_SIM_MAX_KERNEL_ARG_BYTES", "4KiB"},
+                                  {"MTIA_SIM_L2_CACHE", "0"}});
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->maxKernelArgs, 1);
+    EXPECT_EQ(r.config->maxKernelBuffers, 32);
+    EXPECT_EQ(r.config->maxKernelArgBytes, 4096u);
+    EXPECT_EQ(r.config->l2CacheBytes, 0u);
+    EXPECT_EQ(parse({{"MTIA_SIM_L2_CACHE", "96MiB"}}).config->l2CacheBytes, 96 * kMiB);
+    for (const char* v : {"0", "33", "-1", "4k", ""})
+        expectRejected("MTIA_SIM_MAX_KERNEL_ARGS", v, "from 1 to 32");
+    for (const char* v : {"0", "33", "many"})
+        expectRejected("MTIA_SIM_MAX_KERNEL_BUFFERS", v, "from 1 to 32");
+    for (const char* v : {"0", "4097", "5K", "lots", ""})
+        expectRejected("MTIA_SIM_MAX_KERNEL_ARG_BYTES", v, "from 1 to 4096");
+    for (const char* v : {"1.5M", "big", "2T", ""})
+        expectRejected("MTIA_SIM_L2_CACHE", v, "from 0 to");
+    // The device reports them; they are not part of its identity (uuid), as the queue depth is not.
+    mtiaDrvDeviceInfo info{};
+    describeIdentity(*r.config, 0, info);
+    EXPECT_EQ(info.maxKernelArgs, 1);
+    EXPECT_EQ(info.maxKernelBuffers, 32);
+    EXPECT_EQ(info.maxKernelArgBytes, 4096u);
+    EXPECT_EQ(info.l2CacheSize, 0u);
+    EXPECT_EQ(deviceUuid(*r.config, 0), deviceUuid(*d.config, 0));
+}
+
 TEST(SimConfig, BadMemory) {
     for (const char* v :
          {"", "12Q", "lots", "1.5G", "-1G", "1GiBs", "1iB", "G", "GiB", "1 G", "1KB2", "1Gi",
@@ -250,7 +286,7 @@ TEST(SimGetOps, RefusesOtherMajorAndNull) {
     EXPECT_EQ(mtiaSimDriverGetOps(MTIA_DRIVER_API_VERSION, &ops), mtiaErrorInvalidValue);
     // A newer minor version of the same major is fine: the driver reports its own.
     ops.structSize = sizeof(ops);
-    EXPECT_EQ(mtiaSimDriverGetOps(MTIA_DRIVER_MAKE_API_VERSION(1u, 7u), &ops), mtiaSuccess);
+    EXPECT_EQ(mtiaSimDriverGetOps(MTIA_DRIVER_MAKE_API_VERSION(1u, 9u), &ops), mtiaSuccess);
     EXPECT_EQ(ops.version, MTIA_DRIVER_API_VERSION);
 }
 
