@@ -17,8 +17,15 @@ import torch
 
 import torch_mtia
 import torch_mtia.gemm_tuning as gt
+from torch_mtia import autotune
 
 DEV = torch.device("mtia", 0)
+
+
+def quick_pool():
+    """A pool that measures little (the tests check what tuning does, not which config wins): no
+    cache flush (a memset of the device's cache size per repetition)."""
+    return autotune.TuningPool(devices=[0], warmup=1, repetitions=2, flush_cache=False)
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.int64, torch.int32, torch.int8, torch.uint8]
 # As test_matrix.py: float32 sums of hundreds of products differ in the last places of the terms;
@@ -201,8 +208,10 @@ def test_tune_stores_installs_and_reloads(tmp_path, monkeypatch):
     gt.clear()
     candidates = [gt.DEFAULT, gt._config(1), gt._config(2, tile_k=128), gt._config(2, 1, 0, 16, 0)]
     try:
-        results = gt.tune([(40, 300, 24), (3, 20, 30, 40)], dtypes=(torch.float32, torch.bfloat16),
-                          candidates=candidates, timeout_s=30)
+        with quick_pool() as pool:
+            results = gt.tune([(40, 300, 24), (3, 20, 30, 40)],
+                              dtypes=(torch.float32, torch.bfloat16), candidates=candidates,
+                              timeout_s=30, pool=pool)
         classes = {gt.shape_class(torch.float32, 40, 24, 300), gt.shape_class(torch.float32, 20, 40, 30, 3),
                    gt.shape_class(torch.bfloat16, 40, 24, 300),
                    gt.shape_class(torch.bfloat16, 20, 40, 30, 3)}
@@ -242,13 +251,16 @@ def test_demo_tunes_its_shapes_then_reads_them_from_the_cache(tmp_path, monkeypa
     monkeypatch.setenv("MTIA_AUTOTUNE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(gt, "CANDIDATES", {torch.float32: [gt.DEFAULT, gt._config(1)]})
     gt.clear()
-    try:
-        demo.gemm_choices(DEV, tune=True)
-        first = capsys.readouterr().out.splitlines()
-        demo.gemm_choices(DEV, tune=True)
-        second = capsys.readouterr().out.splitlines()
-    finally:
-        gt.clear()
+    tune = gt.tune
+    with quick_pool() as pool:
+        monkeypatch.setattr(gt, "tune", lambda *a, **k: tune(*a, pool=pool, **k))
+        try:
+            demo.gemm_choices(DEV, tune=True)
+            first = capsys.readouterr().out.splitlines()
+            demo.gemm_choices(DEV, tune=True)
+            second = capsys.readouterr().out.splitlines()
+        finally:
+            gt.clear()
     shapes = [line for line in first if line.startswith("  float32 ")]
     assert shapes and all("(tuned now, " in line for line in shapes), first
     again = [line for line in second if line.startswith("  float32 ")]
