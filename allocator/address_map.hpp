@@ -52,6 +52,11 @@ public:
         return found;
     }
     size_t size() const { return size_; }
+    // Forgets every entry (device reset).
+    void clear() {
+        for (size_t i = 0; i < capacity_; ++i) slots_[i] = Slot{};
+        size_ = 0;
+    }
 
 private:
     struct Slot {

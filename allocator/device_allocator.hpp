@@ -107,6 +107,14 @@ public:
     // Thread-safe.
     bool poolOwns(PoolId id, const void* ptr, size_t bytes) const;
 
+    // --- device reset (device_allocator_reset.cpp)
+    // mtiaDeviceReset: every allocation of this device ends (live ones included, their pointers
+    // become unknown to the allocator), every segment of every pool (private pools included) goes
+    // back to the device, private pools and routes are forgotten, the statistics start from zero
+    // and the allocated bytes published to monitoring tools are 0. The caller waited for the
+    // device's work and ended its captures. Thread-safe; never throws.
+    void releaseAll() noexcept;
+
     // --- IPC (device_allocator_ipc.cpp)
     struct ExportRange {
         mtiaDrvMem mem = nullptr;  // the physical allocation behind the block

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace mtia {
@@ -93,6 +94,18 @@ public:
     size_t size() const {
         std::lock_guard lock(mu_);
         return slots_.size() - free_.size();
+    }
+
+    // Every live handle with its object, at one moment (device reset picks what to remove from it).
+    // Thread-safe.
+    std::vector<std::pair<uint64_t, Ptr>> entries() const {
+        std::vector<std::pair<uint64_t, Ptr>> all;
+        std::lock_guard lock(mu_);
+        for (size_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].obj)
+                all.emplace_back(encode(static_cast<uint32_t>(i), slots_[i].generation),
+                                 slots_[i].obj);
+        return all;
     }
 
 private:

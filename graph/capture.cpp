@@ -427,6 +427,14 @@ void CaptureTable::checkDeviceSync(int device, const char* what) {
     checkUnsafe(device, what);
 }
 
+bool CaptureTable::capturingOn(int device) {
+    if (!anyActive()) return false;
+    std::lock_guard lock(mu_);
+    for (const Capture* c : live_)
+        if (c->device_ == device) return true;
+    return false;
+}
+
 void CaptureTable::refuseReplayInto(const streams::Stream& stream) {
     std::lock_guard lock(mu_);
     Capture* c = captureOf(stream);

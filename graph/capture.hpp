@@ -93,6 +93,9 @@ public:
     // StreamCaptureUnsupported.
     void refuseReplayInto(const streams::Stream& stream);
 
+    // Whether a live capture captures on device (mtiaDeviceReset refuses then). Never invalidates.
+    bool capturingOn(int device);
+
     // Capture status of stream and the capture's id (0 when None). Never invalidates.
     mtiaStreamCaptureStatus status(const streams::Stream& stream, uint64_t* id);
 

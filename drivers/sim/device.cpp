@@ -29,11 +29,12 @@ mtiaError_t Device::describe(mtiaDrvDeviceInfo& info) {
     return mtiaSuccess;
 }
 
-void Device::recordFault(std::string message) {
+void Device::recordFault(std::string message, mtiaError_t code) {
     {
         std::lock_guard lock(faultMu_);
         if (faulted_.load(std::memory_order_relaxed) != 0) return;
         faultMessage_ = std::move(message);
+        faultCode_ = code;
         faulted_.store(1, std::memory_order_release);
     }
     // Host threads sleeping in a full queue's submit give up now with the fault, rather than wait
@@ -44,8 +45,22 @@ void Device::recordFault(std::string message) {
 mtiaError_t Device::status() const {
     if (!faulted()) return mtiaSuccess;
     std::lock_guard lock(faultMu_);
-    return reportErrorf(mtiaErrorLaunchFailure, "device {} has a sticky fault: {}", index_,
-                        faultMessage_);
+    return reportErrorf(faultCode_, "device {} has a sticky fault: {}", index_, faultMessage_);
+}
+
+mtiaError_t Device::faultCode() const {
+    if (!faulted()) return mtiaSuccess;
+    std::lock_guard lock(faultMu_);
+    return faultCode_;
+}
+
+void Device::reset() {
+    for (const std::shared_ptr<Queue>& queue : queues()) queue->waitFor(queue->submitted(), true);
+    peers_.store(0, std::memory_order_release);
+    std::lock_guard lock(faultMu_);
+    faultMessage_.clear();
+    faultCode_ = mtiaSuccess;
+    faulted_.store(0, std::memory_order_release);
 }
 
 void Device::setPeerAccess(int32_t peer, bool enable) {

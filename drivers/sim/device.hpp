@@ -40,12 +40,20 @@ public:
 
     bool faulted() const { return faulted_.load(std::memory_order_acquire) != 0; }
     // The fault as a word for the runtime to read in place (driver ABI 1.7, deviceGetFaultWord): 0,
-    // then 1 for good. std::atomic<uint32_t> is lock-free with uint32_t's layout.
+    // then 1 until reset() clears it. std::atomic<uint32_t> is lock-free with uint32_t's layout.
     const uint32_t* faultWord() const { return reinterpret_cast<const uint32_t*>(&faulted_); }
-    // Makes the device faulted; the first message is kept. Thread-safe.
-    void recordFault(std::string message);
-    // mtiaSuccess, or mtiaErrorLaunchFailure with the fault's message as this thread's last error.
+    // Makes the device faulted; the first message and code are kept. code: mtiaErrorIllegalAddress
+    // for memory faults of kernels (signals), else mtiaErrorLaunchFailure. Thread-safe.
+    void recordFault(std::string message, mtiaError_t code = mtiaErrorLaunchFailure);
+    // mtiaSuccess, or the fault's code with its message as this thread's last error.
     mtiaError_t status() const;
+    // The fault's code, without a message: mtiaSuccess while healthy. Thread-safe.
+    mtiaError_t faultCode() const;
+
+    // deviceReset (driver ABI 1.8): waits until every command submitted to the device completed
+    // (on a faulted device they complete without running), then clears the fault and the peers
+    // this device's kernels may access. Blocks; not from an engine thread (the caller checks).
+    void reset();
 
     void setPeerAccess(int32_t peer, bool enable);
     // Whether [p, p+bytes) is mapped memory of this device or of a peer with access enabled.
@@ -71,6 +79,7 @@ private:
                   sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
     mutable std::mutex faultMu_;
     std::string faultMessage_;
+    mtiaError_t faultCode_ = mtiaSuccess;  // guarded by faultMu_
 
     std::atomic<uint64_t> peers_{0};  // bit p: kernels may access device p's memory
 

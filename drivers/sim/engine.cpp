@@ -5,12 +5,14 @@
 #include "command_list.hpp"
 #include "config.hpp"
 #include "device.hpp"
+#include "kernel_signals.hpp"
 #include "kernels.hpp"
 #include "machine.hpp"
 #include "queue.hpp"
 
 #include <cxxabi.h>
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <cstring>
 #include <exception>
@@ -82,10 +84,39 @@ struct Runner {
     Device& device;
     const Queue& queue;
     Launch launch;  // a fault stops the run, so one serves every launch of it
+    KernelTrap** trapSlot = &tKernelTrap;  // this engine thread's (kernel_signals.hpp)
     mtiaKernelContext ctx{};
     void* argv[MTIA_SIM_MAX_KERNEL_ARGS];
     alignas(16) unsigned char args[kMaxArgumentBytes];  // written only by launches with arguments
 };
+
+bool isMemorySignal(int signo) {
+    return signo == SIGSEGV || signo == SIGBUS;
+}
+
+// Where a faulting address lies: the memory of which device, mapped or only reserved, or none.
+std::string describeAddress(const Machine& machine, const void* address) {
+    const Device* owner = machine.deviceForAddress(address);
+    if (owner == nullptr) return "not device memory";
+    if (owner->memory().isMapped(address, 1))
+        return fmt::format("mapped memory of device {}", owner->index());
+    return fmt::format("in device {}'s address range, reserved but not mapped", owner->index());
+}
+
+[[gnu::cold, gnu::noinline]] std::string
+signalFaultMessage(const Runner& r, const Kernel& kernel, const KernelTrap& trap, uint64_t index) {
+    const int signo = trap.signo;
+    std::string what = signalName(signo);
+    if (isMemorySignal(signo)) {
+        void* address = trap.address;
+        what = fmt::format("illegal address: {} at address {} ({})", what, address,
+                           describeAddress(r.device.machine(), address));
+    }
+    return fmt::format("kernel '{}' of module {} on {} faulted: {}", kernel.name,
+                       kernel.module != nullptr ? fmt::format("'{}'", kernel.module->path())
+                                                : std::string("built-in"),
+                       placeOf(r.queue, index), what);
+}
 
 void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t index) {
     const Kernel& kernel = command.kernel();
@@ -103,6 +134,17 @@ void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t ind
     ctx.sharedMemSize = k.sharedMem;
     Launch& launch = r.launch;
     std::string thrown;
+    // A signal the kernel raises comes back here (kernel_signals.hpp). No mask is saved: the launch
+    // path makes no system call; the mask is restored on the fault path only.
+    KernelTrap trap;
+    if (sigsetjmp(trap.env, 0) != 0) {
+        restoreEngineSignalMask();
+        r.device.recordFault(signalFaultMessage(r, kernel, trap, index),
+                             isMemorySignal(trap.signo) ? mtiaErrorIllegalAddress
+                                                        : mtiaErrorLaunchFailure);
+        return;
+    }
+    *r.trapSlot = &trap;
     const bool ok = runGuarded(
         [&] {
             for (uint32_t z = 0; z < k.grid.z; ++z) {
@@ -117,6 +159,7 @@ void runKernel(Runner& r, const Command& command, bool injectFault, uint64_t ind
             }
         },
         thrown);
+    *r.trapSlot = nullptr;
     if (!ok) launchFault(&ctx, thrown.c_str());
     if (launch.faulted) {
         r.device.recordFault(fmt::format("kernel '{}' on {} faulted: {}", kernel.name,

@@ -64,6 +64,7 @@ constexpr mtiaDriverOps kOps = {
     .machineDescribeDevice = ops::machineDescribeDevice,
     .deviceGetFaultWord = ops::deviceGetFaultWord,
     .memGetAllocatedWords = ops::memGetAllocatedWords,
+    .deviceReset = ops::deviceReset,
 };
 
 }  // namespace

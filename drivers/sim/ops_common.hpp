@@ -79,6 +79,7 @@ mtiaError_t memGetInfo(int32_t dev, uint64_t* free, uint64_t* total);
 mtiaError_t memReportAllocated(int32_t dev, uint64_t allocatedBytes);
 mtiaError_t memGetAllocatedWords(int32_t dev, uint64_t** allocated, uint64_t** peak);
 mtiaError_t deviceGetFaultWord(int32_t dev, const uint32_t** word);
+mtiaError_t deviceReset(int32_t dev);
 mtiaError_t vaReserve(int32_t dev, uint64_t size, uint64_t alignment, void** va);
 mtiaError_t vaRelease(int32_t dev, void* va, uint64_t size);
 mtiaError_t memCreate(int32_t dev, uint64_t size, mtiaDrvMem* mem);

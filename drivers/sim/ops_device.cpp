@@ -59,8 +59,9 @@ mtiaError_t deviceGetInfo(int32_t dev, mtiaDrvDeviceInfo* info) {
     });
 }
 
-// Thread-safe, does not block. Errors: mtiaErrorInvalidDevice, mtiaErrorLaunchFailure (sticky
-// fault; the message names the kernel or command and what went wrong).
+// Thread-safe, does not block. Errors: mtiaErrorInvalidDevice, the sticky fault's code
+// (mtiaErrorIllegalAddress: a kernel's memory fault; mtiaErrorLaunchFailure: any other fault; the
+// message names the kernel or command and what went wrong).
 mtiaError_t deviceGetStatus(int32_t dev) {
     return guarded("deviceGetStatus", [&] {
         Device* device = nullptr;
@@ -85,8 +86,8 @@ mtiaError_t deviceGetFaultWord(int32_t dev, const uint32_t** word) {
 
 // Thread-safe; blocks until every command submitted to the device before the call completed (queues
 // destroyed meanwhile included). Errors: mtiaErrorInvalidDevice, mtiaErrorNotPermitted (called by a
-// host function of this device with work pending: it would wait for itself),
-// mtiaErrorLaunchFailure.
+// host function of this device with work pending: it would wait for itself), the sticky fault's
+// code (mtiaErrorLaunchFailure or mtiaErrorIllegalAddress).
 mtiaError_t deviceSynchronize(int32_t dev) {
     return guarded("deviceSynchronize", [&] {
         Device* device = nullptr;
@@ -105,6 +106,23 @@ mtiaError_t deviceSynchronize(int32_t dev) {
             queue->waitFor(target, true);
         }
         return device->status();
+    });
+}
+
+// Thread-safe; blocks until every command submitted to the device completed (a faulted device runs
+// nothing, so its queues drain at once; kernels and host functions running now are waited for),
+// then clears the sticky fault and the device's peer access. Errors: mtiaErrorInvalidDevice,
+// mtiaErrorNotPermitted (called from an engine thread: it could wait for itself).
+mtiaError_t deviceReset(int32_t dev) {
+    return guarded("deviceReset", [&] {
+        Device* device = nullptr;
+        if (mtiaError_t err = deviceFor("deviceReset", dev, device); err != mtiaSuccess) return err;
+        if (Scheduler::onEngineThread())
+            return reportErrorf(mtiaErrorNotPermitted,
+                                "deviceReset: called from a kernel or host function (device {})",
+                                dev);
+        device->reset();
+        return mtiaSuccess;
     });
 }
 

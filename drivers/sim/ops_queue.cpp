@@ -89,8 +89,8 @@ mtiaError_t queueDestroy(mtiaDrvQueue queue) {
 // mtiaErrorLaunchFailure, nothing queued); engine threads (host functions) never block. Copies
 // kernel argument values before returning; a command list costs one submission whatever its length.
 // Errors: mtiaErrorInvalidValue (cmd or seq NULL, malformed command, a list of another device),
-// mtiaErrorInvalidHandle (queue, kernel, wait target or list), mtiaErrorLaunchFailure (the device
-// has a sticky fault).
+// mtiaErrorInvalidHandle (queue, kernel, wait target or list), the sticky fault's code
+// (mtiaErrorLaunchFailure or mtiaErrorIllegalAddress: the device has a sticky fault).
 mtiaError_t queueSubmit(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq) {
     return guarded("queueSubmit", [&] {
         Machine* machine = nullptr;
@@ -176,8 +176,8 @@ mtiaError_t queueGetCounts(mtiaDrvQueue queue, uint64_t* submitted, uint64_t* co
 // Thread-safe; blocks until command seq completed (MTIA_DRV_WAIT_SPIN polls and yields first,
 // MTIA_DRV_WAIT_SLEEP sleeps at once). Errors: mtiaErrorInvalidHandle, mtiaErrorInvalidValue
 // (unknown flags, seq not submitted yet), mtiaErrorNotPermitted (a host function of this device
-// would wait for pending work of its own device), mtiaErrorLaunchFailure (the device's sticky
-// fault).
+// would wait for pending work of its own device), mtiaErrorLaunchFailure or mtiaErrorIllegalAddress
+// (the device's sticky fault).
 mtiaError_t queueWait(mtiaDrvQueue queue, uint64_t seq, uint32_t flags) {
     return guarded("queueWait", [&] {
         Machine* machine = nullptr;

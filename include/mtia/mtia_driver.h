@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define MTIA_DRIVER_API_VERSION_MAJOR 1u
-#define MTIA_DRIVER_API_VERSION_MINOR 7u
+#define MTIA_DRIVER_API_VERSION_MINOR 8u
 #define MTIA_DRIVER_MAKE_API_VERSION(major, minor) (((major) << 16) | (minor))
 #define MTIA_DRIVER_API_VERSION                                                                    \
     MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, MTIA_DRIVER_API_VERSION_MINOR)
@@ -177,7 +177,10 @@ typedef struct mtiaDriverOps {
     mtiaError_t (*deviceGetCount)(int32_t* count);
     /* Writes at most info->structSize bytes and sets structSize to the bytes written. */
     mtiaError_t (*deviceGetInfo)(int32_t dev, mtiaDrvDeviceInfo* info);
-    /* The device's sticky fault (mtiaErrorLaunchFailure once a command faulted), else mtiaSuccess.
+    /* The device's sticky fault, else mtiaSuccess: mtiaErrorIllegalAddress once a kernel faulted on
+     * memory (since 1.8; the simulator: SIGSEGV or SIGBUS in a kernel), mtiaErrorLaunchFailure
+     * once a command faulted otherwise. queueSubmit, queueWait and deviceSynchronize return the
+     * same code for the fault (the runtime accepts either wherever a sticky fault is reported).
      * After a fault, commands still queued on the device complete without running (host functions
      * included, so they must not be relied on for cleanup); timestamps are still written. */
     mtiaError_t (*deviceGetStatus)(int32_t dev);
@@ -213,11 +216,12 @@ typedef struct mtiaDriverOps {
      * bound the commands a queue holds that have not completed, and then makes a submitting thread
      * wait for room (the simulator: MTIA_SIM_QUEUE_DEPTH, default 1024; it never makes a thread
      * running one of its host functions wait, and a sticky fault ends the wait with
-     * mtiaErrorLaunchFailure). Since 1.1 the driver validates kernel launches itself: grid, block,
+     * the sticky fault's code). Since 1.1 the driver validates kernel launches itself: grid, block,
      * threads per block and sharedMem within the limits deviceGetInfo reports, args and each
      * args[i] non-NULL for a kernel with arguments; the runtime then checks them only after a
      * refusal, to name the argument at fault (for 1.0 drivers it checks before submitting). Errors:
-     * mtiaErrorLaunchFailure (sticky device fault), mtiaErrorInvalidValue (malformed command). */
+     * mtiaErrorLaunchFailure or mtiaErrorIllegalAddress (sticky device fault),
+     * mtiaErrorInvalidValue (malformed command). */
     mtiaError_t (*queueSubmit)(mtiaDrvQueue queue, const mtiaDrvCommand* cmd, uint64_t* seq);
     /* The number of the last completed command (commands complete in order). Never blocks. */
     mtiaError_t (*queueQuery)(mtiaDrvQueue queue, uint64_t* completed);
@@ -344,10 +348,10 @@ typedef struct mtiaDriverOps {
      * runtime makes on every allocation ---- */
     /* The address of dev's sticky-fault word, valid while the driver is loaded: 0 while
      * deviceGetStatus(dev) returns mtiaSuccess, nonzero once it would fail; a fault is sticky, so
-     * the word never returns to 0. The runtime reads it with an acquire load (__atomic_load_n)
-     * instead of calling deviceGetStatus, and calls deviceGetStatus for the error and its message
-     * once it is nonzero. Thread-safe, does not block. Errors: mtiaErrorInvalidDevice,
-     * mtiaErrorInvalidValue (word NULL). */
+     * the word returns to 0 only when deviceReset (1.8) clears the fault. The runtime reads it with
+     * an acquire load (__atomic_load_n) instead of calling deviceGetStatus, and calls
+     * deviceGetStatus for the error and its message once it is nonzero. Thread-safe, does not
+     * block. Errors: mtiaErrorInvalidDevice, mtiaErrorInvalidValue (word NULL). */
     mtiaError_t (*deviceGetFaultWord)(int32_t dev, const uint32_t** word);
     /* Where the runtime publishes what memReportAllocated reports, without the call: *allocated and
      * *peak point to the 64-bit words the driver shares with monitoring tools for this process and
@@ -359,6 +363,19 @@ typedef struct mtiaDriverOps {
      * runtime does not run). Thread-safe, does not block. Errors: mtiaErrorInvalidDevice,
      * mtiaErrorInvalidValue (allocated or peak NULL). */
     mtiaError_t (*memGetAllocatedWords)(int32_t dev, uint64_t** allocated, uint64_t** peak);
+
+    /* ---- optional, since 1.8: device reset (the runtime's mtiaDeviceReset) ---- */
+    /* Waits until every command this process submitted to dev completed (on a faulted device
+     * queued commands complete without running, so the queues drain at once; kernels and host
+     * functions running now are waited for), then clears dev's sticky fault (deviceGetStatus
+     * returns mtiaSuccess again and the fault word returns to 0) and its peer access (as if
+     * deviceSetPeerAccess(dev, peer, 0) for every peer). Queues, memory, modules and lists stay as
+     * they are: the runtime destroys or releases what it owns first (the device is then as
+     * freshly started, with no memory of this process). Commands submitted concurrently with the
+     * reset are the caller's race. Without this block the runtime cannot clear a fault
+     * (mtiaDeviceReset answers mtiaErrorNotSupported on a faulted device). Blocking. Errors:
+     * mtiaErrorInvalidDevice, mtiaErrorNotPermitted (called from a driver thread). */
+    mtiaError_t (*deviceReset)(int32_t dev);
 } mtiaDriverOps;
 
 typedef mtiaError_t (*mtiaDriverGetOpsFn)(uint32_t apiVersion, mtiaDriverOps* ops);

@@ -31,6 +31,15 @@
  *   one chain). Nothing blocks during
  *   capture (nothing is queued), and a sticky device fault ends the wait
  *   with mtiaErrorLaunchFailure.
+ * - Sticky faults: once a command faults, its device runs nothing more and
+ *   every call that reports the device's state fails with the fault's code
+ *   until mtiaDeviceReset: mtiaErrorIllegalAddress for a kernel's memory
+ *   fault (the simulator: SIGSEGV or SIGBUS raised by a kernel; the message
+ *   gives the address and whether it is device memory), else
+ *   mtiaErrorLaunchFailure (SIGFPE, SIGILL, abort() in a kernel, a fault the
+ *   kernel reported, an exception, a bad copy). Where "mtiaErrorLaunchFailure
+ *   (sticky fault)" is listed below, either code may come. Other devices are
+ *   not affected.
  */
 #ifndef MTIA_RUNTIME_H
 #define MTIA_RUNTIME_H
@@ -108,6 +117,30 @@ MTIA_API mtiaError_t mtiaGetDeviceProperties(mtiaDeviceProp* prop, int dev);
  * sticky fault if it has one. Thread-safe; blocking; not legal while a stream of the device is
  * capturing. Errors: mtiaErrorNoDevice, mtiaErrorLaunchFailure (sticky device fault). */
 MTIA_API mtiaError_t mtiaDeviceSynchronize(void);
+
+/** Resets the current device for this process, as cudaDeviceReset does: first waits for the work
+ * running on it (a device with a sticky fault runs nothing more, so its queued commands complete at
+ * once without running; on a healthy device everything queued runs to completion first), then
+ * releases everything this process holds of the device: every allocation (mtiaMalloc and the
+ * caching allocator's cached segments, graphs' private pools, IPC handles exported from it and
+ * IPC mappings opened on it), every stream except the default stream, every event, every graph
+ * captured on it; clears the sticky fault and the device's peer access; the device is then usable
+ * again, as if freshly started. Handles of released objects answer mtiaErrorInvalidHandle from
+ * then on (never a crash), and device pointers of released memory are unknown to the runtime
+ * (mtiaFree answers mtiaErrorInvalidValue); a thread whose current stream on the device was
+ * released falls back to the default stream, which stays valid. Modules and functions are the
+ * process's, not a device's (one mtiaModuleLoad serves every device): they stay loaded and valid.
+ * Pinned host memory stays. An IPC handle opened again after the reset maps afresh. Memory of
+ * this process exported to other processes is released although they may still map it (their
+ * reads and writes of it are undefined from then on, as with CUDA).
+ * Thread-safe against other resets; calls of other threads that use the device while it resets
+ * race with it (their objects may be released under them: they fail, they do not crash).
+ * Blocking; not legal while a capture is live on the device; not from a host function or kernel.
+ * Errors: mtiaErrorNoDevice, mtiaErrorStreamCaptureUnsupported (a stream of the device is
+ * capturing; nothing is released), mtiaErrorNotSupported (the device has a sticky fault and its
+ * driver is older than driver ABI 1.8, which cannot clear it; nothing is released),
+ * mtiaErrorNotPermitted (called from a host function or kernel). */
+MTIA_API mtiaError_t mtiaDeviceReset(void);
 
 /** Stream priority range of the current device: lower number = higher priority, so
  * *greatest <= *least. Either pointer may be NULL. Thread-safe, non-blocking, legal during capture.

@@ -102,6 +102,7 @@ constexpr Block kOptional[] = {
     {5, {MTIA_OPS_ENTRY(ipcMemSize)}},
     {6, {MTIA_OPS_ENTRY(machineGetSpec), MTIA_OPS_ENTRY(machineDescribeDevice)}},
     {7, {MTIA_OPS_ENTRY(deviceGetFaultWord), MTIA_OPS_ENTRY(memGetAllocatedWords)}},
+    {8, {MTIA_OPS_ENTRY(deviceReset)}},
 };
 #undef MTIA_OPS_ENTRY
 constexpr size_t kMandatoryEnd = offsetof(mtiaDriverOps, queueWait) + sizeof(void*);

@@ -1,6 +1,7 @@
 #include "core/api_guard.hpp"
 #include "core/sized_struct.hpp"
 #include "graph/capture.hpp"
+#include "runtime/context/device_reset.hpp"
 #include "runtime/context/runtime.hpp"
 
 #include <mtia/mtia.h>
@@ -96,6 +97,13 @@ MTIA_API mtiaError_t mtiaDeviceSynchronize(void) {
             mtia::graph::CaptureTable::instance().checkDeviceSync(dev.ordinal(),
                                                                   "mtiaDeviceSynchronize");
         dev.synchronize();
+    });
+}
+
+MTIA_API mtiaError_t mtiaDeviceReset(void) {
+    return apiCall("mtiaDeviceReset", [&] {
+        Runtime& rt = Runtime::instance();
+        mtia::resetDevice(rt, rt.currentDevice());
     });
 }
 

@@ -58,6 +58,11 @@ bool Device::setPeerAccess(const Device& peer, bool enable) {
     return true;
 }
 
+void Device::forgetPeers() {
+    std::lock_guard lock(mu_);
+    peers_.clear();
+}
+
 bool Device::peerAccessEnabled(const Device& peer) const {
     std::lock_guard lock(mu_);
     return peers_.contains(peer.ordinal());

@@ -61,6 +61,15 @@ public:
     // Thread-safe.
     bool peerAccessEnabled(const Device& peer) const;
 
+    // mtiaDeviceReset: forgets which peers this device's kernels may access (the driver's reset
+    // revoked them). Thread-safe.
+    void forgetPeers();
+    // Whether the device has a sticky fault, without raising it. Thread-safe.
+    bool faulted() const {
+        if (faultWord_ != nullptr) return __atomic_load_n(faultWord_, __ATOMIC_ACQUIRE) != 0;
+        return driver_.ops().deviceGetStatus(driverDevice_) != mtiaSuccess;
+    }
+
     // Throws the device's sticky fault, if it has one. Inline: every allocation asks.
     // One acquire load when the driver shares the device's fault word (driver ABI 1.7), else a
     // call.

@@ -146,6 +146,32 @@ void IpcMemory::close(void* ptr) {
     }
 }
 
+void IpcMemory::releaseDevice(const allocator::DeviceAllocator* alloc,
+                              int32_t driverDevice) noexcept {
+    std::lock_guard lock(mu_);
+    for (auto* table : {&exports_, &limbo_}) {
+        for (auto it = table->begin(); it != table->end();) {
+            if (alloc == nullptr || it->second.alloc != alloc) {
+                ++it;
+                continue;
+            }
+            uint32_t openers = 0;
+            (void)driver_.ops().ipcMemRevoke(&it->second.wire.driver, &openers);
+            it = table->erase(it);
+        }
+    }
+    for (auto it = imports_.begin(); it != imports_.end();) {
+        if (it->second.driverDevice != driverDevice) {
+            ++it;
+            continue;
+        }
+        for (uint32_t i = 0; i < it->second.opens; ++i)
+            (void)driver_.ops().ipcMemClose(it->second.va);
+        it = imports_.erase(it);
+    }
+    countLocked();
+}
+
 std::optional<IpcMapping> IpcMemory::findImport(const void* ptr) const {
     // As interceptFree: an open that happened before this lookup stored the count before it.
     if (importCount_.load(std::memory_order_relaxed) == 0) [[likely]]

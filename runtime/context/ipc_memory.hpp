@@ -83,6 +83,12 @@ public:
     // The import ptr lies in, if any (memory operations treat it as an allocation).
     std::optional<IpcMapping> findImport(const void* ptr) const;
 
+    // mtiaDeviceReset: forgets the exports (revoked: no new opens) and deferred frees of alloc's
+    // allocations, whose memory the reset releases, and closes every open of imports mapped on
+    // driverDevice (reference counts included), so that opening the same handles again afterwards
+    // maps them afresh. Never throws.
+    void releaseDevice(const allocator::DeviceAllocator* alloc, int32_t driverDevice) noexcept;
+
 private:
     bool interceptFreeSlow(allocator::DeviceAllocator& alloc, void* ptr);
     struct Export {

@@ -228,7 +228,8 @@ void Kernels::launch(const Function& fn, const Device& dev, mtiaDim3 grid, mtiaD
         // Off the common path: say what was refused in the terms of the ABI call.
         if (e.code() == mtiaErrorInvalidValue && driverValidates)
             validateLaunch(fn, dev.info(), grid, block, args, sharedMem);
-        if (e.code() == mtiaErrorLaunchFailure) dev.checkHealthy();
+        if (e.code() == mtiaErrorLaunchFailure || e.code() == mtiaErrorIllegalAddress)
+            dev.checkHealthy();
         throw;
     }
 }

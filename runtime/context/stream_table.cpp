@@ -83,8 +83,12 @@ mtiaStream_t StreamTable::defaultHandle(Device& dev) {
 
 mtiaStream_t StreamTable::currentHandle(Device& dev) {
     const auto i = static_cast<size_t>(dev.ordinal());
-    if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0)
-        return toHandle<mtiaStream_t>(tCurrentStreams[i]);
+    if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) {
+        const uint64_t h = tCurrentStreams[i];
+        if (!anyReset_.load(std::memory_order_acquire) || streams_.lookup(h) ||
+            !forgetResetCurrent(i, h))
+            return toHandle<mtiaStream_t>(h);
+    }
     return defaultHandle(dev);
 }
 
@@ -103,6 +107,7 @@ std::shared_ptr<streams::Stream> StreamTable::current(Device& dev, const char* a
     const auto i = static_cast<size_t>(dev.ordinal());
     if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) {
         if (std::shared_ptr<streams::Stream> s = streams_.lookup(tCurrentStreams[i])) return s;
+        if (forgetResetCurrent(i, tCurrentStreams[i])) return defaultStream(dev);
         fail(mtiaErrorInvalidHandle,
              "{} is NULL, and the current stream of device {} has been destroyed", argName,
              dev.ordinal());
@@ -122,12 +127,44 @@ StreamTable::StreamRef StreamTable::borrowCurrent(Device& dev, const char* argNa
     const auto i = static_cast<size_t>(dev.ordinal());
     if (i < kMaxCurrentDevices && tCurrentStreams[i] != 0) {
         if (StreamRef s = streams_.borrow(tCurrentStreams[i])) return s;
+        if (forgetResetCurrent(i, tCurrentStreams[i])) {
+            registerDefault(dev);
+            return StreamRef(&dev.defaultStream());
+        }
         fail(mtiaErrorInvalidHandle,
              "{} is NULL, and the current stream of device {} has been destroyed", argName,
              dev.ordinal());
     }
     registerDefault(dev);
     return StreamRef(&dev.defaultStream());  // the device keeps its default stream for good
+}
+
+bool StreamTable::forgetResetCurrent(size_t i, uint64_t handle) {
+    {
+        std::lock_guard lock(idMu_);
+        if (!resetStreams_.contains(handle)) return false;
+    }
+    tCurrentStreams[i] = 0;
+    return true;
+}
+
+void StreamTable::releaseDevice(int ordinal) {
+    // Objects are destroyed outside the locks (a stream's destructor releases its driver queue).
+    std::vector<std::shared_ptr<streams::Stream>> streams;
+    for (auto& [h, s] : streams_.entries()) {
+        if (s->device() != ordinal || s->isDefault()) continue;
+        if (!streams_.remove(h)) continue;  // destroyed concurrently
+        std::lock_guard lock(idMu_);
+        ids_.erase(s->id());
+        resetStreams_.insert(h);
+        anyReset_.store(true, std::memory_order_release);
+        streams.push_back(std::move(s));
+    }
+    std::vector<std::shared_ptr<streams::Event>> events;
+    for (auto& [h, e] : events_.entries()) {
+        if (e->device() != ordinal) continue;
+        if (events_.remove(h)) events.push_back(std::move(e));
+    }
 }
 
 mtiaStream_t StreamTable::fromId(int64_t id) const {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace mtia {
 
@@ -58,7 +59,17 @@ public:
     // event() for the hot paths: one EventRef per thread at a time.
     EventRef borrowEvent(mtiaEvent_t handle, const char* argName = "event") const;
 
+    // mtiaDeviceReset: every stream of device ordinal but its default stream, and every event of
+    // it, leaves the table (their handles answer InvalidHandle from now on; objects still borrowed
+    // by a call in flight live until it returns). A thread whose current stream on the device was
+    // one of them falls back to the default stream. Thread-safe.
+    void releaseDevice(int ordinal);
+
 private:
+    // Whether handle named a stream that a device reset removed; the calling thread's current
+    // stream on device i is then forgotten (it falls back to the default stream). Off the common
+    // path: only after a failed lookup of a current stream.
+    bool forgetResetCurrent(size_t i, uint64_t handle);
     mtiaStream_t add(std::shared_ptr<streams::Stream> stream);
     // Gives dev's default stream its handle, creating the stream (starting the device) on first
     // use. Inline fast path: every call on the current stream asks.
@@ -73,6 +84,8 @@ private:
     HandleTable<streams::Event> events_{kTagEvent};
     mutable std::mutex idMu_;
     std::unordered_map<int64_t, uint64_t> ids_;  // stream id -> handle
+    std::unordered_set<uint64_t> resetStreams_;  // handles removed by device resets; under idMu_
+    std::atomic<bool> anyReset_{false};          // resetStreams_ is not empty
     std::mutex defaultMu_;
     std::unique_ptr<std::atomic<uint64_t>[]> defaults_;  // per device; 0 until created
 };

@@ -15,6 +15,11 @@ def test_demo_runs_as_a_module(tmp_path):
     assert "side-stream result: 131072 (expected 131072)" in out
     assert "same result as the CPU on a new input: True" in out
     assert re.search(r"eager \d+ us/step, replay \d+ us/step, speed-up \d+\.\d\dx", out), out
+    # The GEMM configuration of each of the model's product shapes (tuned ones only where a cache
+    # of this machine has them).
+    assert re.search(r"GEMM choices for the GPT step's \d+ product shapes", out), out
+    assert re.search(r"  float32 mm \d+x\d+ @ \d+x\d+ \(\d+ calls?, class \(m, n, k, batch\) <= "
+                     r"\(\d+, \d+, \d+, 1\)\): .* \((not tuned|tuned, from the cache)\)", out), out
     assert "memory: allocated" in out and "after empty_cache" in out
     assert f"snapshot written to {path}" in out
     # Both builds pass the mtia-mem path (tests/torch/CMakeLists.txt, meson.build): never skipped.

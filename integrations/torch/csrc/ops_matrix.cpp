@@ -5,6 +5,7 @@
 // write or that overlaps an operand gets the result through a temporary.
 #include "../kernels/matrix_params.h"
 #include "device_kernels.h"
+#include "gemm_configs.h"
 #include "tensor_args.h"
 
 #include <ATen/ExpandUtils.h>
@@ -96,38 +97,62 @@ uint64_t engineCount() {
     return engines;
 }
 
+// A product ready to launch: its arguments, its grid, and where the result goes.
+struct GemmPlan {
+    mtiaTorchGemm p{};
+    uint32_t blocks = 1;
+    bool direct = true;  // false: the kernel writes temp, copied into out afterwards
+    at::Tensor temp;
+};
+
+// The launch's block count for config (blocks take rows, or with splitCols columns, of the
+// outputs). The default: enough work per block that BLAS runs at speed.
+uint32_t gemmBlocks(const mtiaTorchGemm& p, at::ScalarType type, const GemmConfig& config) {
+    const uint64_t units = static_cast<uint64_t>(p.batch * (config.splitCols != 0 ? p.n : p.m));
+    if (config.blocks > 0)
+        return static_cast<uint32_t>(std::clamp<uint64_t>(static_cast<uint64_t>(config.blocks), 1,
+                                                          std::max<uint64_t>(units, 1)));
+    const uint64_t rows = static_cast<uint64_t>(p.batch * p.m);
+    const uint64_t flops =
+        rows * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(std::max<int64_t>(p.k, 1));
+    // float16/bfloat16 blocks each widen all of b: one block per engine keeps that to a few copies.
+    const uint64_t most = type == at::kHalf || type == at::kBFloat16 ? engineCount() : 16;
+    return static_cast<uint32_t>(
+        std::clamp<uint64_t>(flops >> 20, 1, std::min<uint64_t>(most, units)));
+}
+
 // out[batch, rows, cols] = beta * self + alpha * a @ b. self (when defined and beta != 0) is
 // broadcast to selfSizes ([batch,] rows, cols or, for addmv, rows) by tensorArg's rules; out and
-// its role describe where the result goes (any layout: a temporary takes it when needed).
-void gemmInto(const at::Tensor& out, Role outRole, const Mat& a, const Mat& b, int64_t batch,
-              const at::Tensor& self, at::IntArrayRef selfSizes, const c10::Scalar& beta,
-              const c10::Scalar& alpha) {
+// its role describe where the result goes (any layout: a temporary takes it when needed). config:
+// the cut to use, or the shape class's choice when null.
+GemmPlan planGemm(const at::Tensor& out, Role outRole, const Mat& a, const Mat& b, int64_t batch,
+                  const at::Tensor& self, at::IntArrayRef selfSizes, const c10::Scalar& beta,
+                  const c10::Scalar& alpha, const GemmConfig* config) {
     const int64_t m = a.rows, k = a.cols, n = b.cols;
-    if (out.numel() == 0) return;
+    GemmPlan plan;
     const bool useSelf = self.defined() && !beta.equal(0);
     // Where the kernel writes: out itself when BLAS can write it and it overlaps no operand.
     Mat target{out, outRole, m, n, argOf(out, outRole)};
     bool selfIsOut = false;
-    bool direct = readable(target) && at::has_internal_overlap(out) == at::MemOverlap::No &&
+    plan.direct = readable(target) && at::has_internal_overlap(out) == at::MemOverlap::No &&
                   !overlaps(out, a.t) && !overlaps(out, b.t);
     mtiaTorchTensorArg selfArg{};
     if (useSelf) {
         selfArg = tensorArg(self, selfSizes);
-        if (direct && overlaps(out, self)) {
+        if (plan.direct && overlaps(out, self)) {
             const mtiaTorchTensorArg outArg = tensorArg(out, selfSizes);
             selfIsOut =
                 selfArg.data == outArg.data &&
                 std::equal(selfArg.strides, selfArg.strides + selfSizes.size(), outArg.strides);
-            direct = selfIsOut;
+            plan.direct = selfIsOut;
         }
     }
-    at::Tensor temp;
-    if (!direct) {
-        temp = emptyDevice(out.sizes(), out.scalar_type(), out.device());
-        target = Mat{temp, outRole, m, n, argOf(temp, outRole)};
+    if (!plan.direct) {
+        plan.temp = emptyDevice(out.sizes(), out.scalar_type(), out.device());
+        target = Mat{plan.temp, outRole, m, n, argOf(plan.temp, outRole)};
         selfIsOut = false;
     }
-    mtiaTorchGemm p{};
+    mtiaTorchGemm& p = plan.p;
     p.dtype = kernelDtype(out.scalar_type());
     p.useSelf = useSelf ? 1 : 0;
     p.selfIsOut = selfIsOut ? 1 : 0;
@@ -153,17 +178,29 @@ void gemmInto(const at::Tensor& out, Role outRole, const Mat& a, const Mat& b, i
             if (nd == 3) p.self.batchStride = selfArg.strides[0];
         }
     }
-    // Blocks take rows of the outputs: enough work per block that BLAS runs at speed.
-    const uint64_t rows = static_cast<uint64_t>(batch * m);
-    const uint64_t flops =
-        rows * static_cast<uint64_t>(n) * static_cast<uint64_t>(std::max<int64_t>(k, 1));
-    // float16/bfloat16 blocks each widen all of b: one block per engine keeps that to a few copies.
-    const uint64_t most =
-        out.scalar_type() == at::kHalf || out.scalar_type() == at::kBFloat16 ? engineCount() : 16;
-    const uint64_t blocks = std::clamp<uint64_t>(flops >> 20, 1, std::min<uint64_t>(most, rows));
+    const GemmConfig chosen =
+        config != nullptr ? *config : chooseGemmConfig(out.scalar_type(), m, n, k, batch);
+    p.splitCols = chosen.splitCols;
+    p.tileM = chosen.tileM;
+    p.tileN = chosen.tileN;
+    p.tileK = chosen.tileK;
+    plan.blocks = gemmBlocks(p, out.scalar_type(), chosen);
+    return plan;
+}
+
+ModuleKernel& gemmKernel() {
     static ModuleKernel kernel("mtia_torch_gemm");
-    kernel.launch(p, mtiaDim3{static_cast<uint32_t>(blocks), 1, 1});
-    if (!direct) copyOnDevice(out, temp);
+    return kernel;
+}
+
+void gemmInto(const at::Tensor& out, Role outRole, const Mat& a, const Mat& b, int64_t batch,
+              const at::Tensor& self, at::IntArrayRef selfSizes, const c10::Scalar& beta,
+              const c10::Scalar& alpha) {
+    if (out.numel() == 0) return;
+    const GemmPlan plan =
+        planGemm(out, outRole, a, b, batch, self, selfSizes, beta, alpha, nullptr);
+    gemmKernel().launch(plan.p, mtiaDim3{plan.blocks, 1, 1});
+    if (!plan.direct) copyOnDevice(out, plan.temp);
 }
 
 void checkDevice(const at::Tensor& a, const at::Tensor& b, const char* op) {
@@ -395,6 +432,46 @@ at::Tensor dotDevice(const at::Tensor& self, const at::Tensor& other) {
 }
 
 }  // namespace
+
+GemmParams gemmParams(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                      const GemmConfig& config) {
+    checkGemmConfig(config);
+    TORCH_CHECK(a.dim() == b.dim() && a.dim() == out.dim() && (a.dim() == 2 || a.dim() == 3),
+                "_gemm_params: a, b and out must all be matrices or all batches of matrices, got ",
+                a.dim(), "-D, ", b.dim(), "-D and ", out.dim(), "-D");
+    if (a.dim() == 2) {
+        checkMm(a, b);
+    } else {
+        checkBmm(a, b);
+    }
+    checkOut(out, a);
+    const c10::DeviceGuard guard(a.device());
+    const bool batched = a.dim() == 3;
+    const Role role = batched ? Role::Batched : Role::Matrix;
+    const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+    const std::vector<int64_t> sizes =
+        batched ? std::vector<int64_t>{a.size(0), m, n} : std::vector<int64_t>{m, n};
+    TORCH_CHECK(out.sizes() == at::IntArrayRef(sizes), "_gemm_params: out must have size ",
+                at::IntArrayRef(sizes), ", got ", out.sizes());
+    TORCH_CHECK(a.numel() > 0 && b.numel() > 0 && out.numel() > 0,
+                "_gemm_params: empty operands have nothing to tune");
+    const Mat ma{a, role, m, k, argOf(a, role)};
+    const Mat mb{b, role, k, n, argOf(b, role)};
+    TORCH_CHECK(readable(ma), "_gemm_params: a has no unit stride (the operators would copy it)");
+    TORCH_CHECK(readable(mb), "_gemm_params: b has no unit stride (the operators would copy it)");
+    const GemmPlan plan =
+        planGemm(out, role, ma, mb, batched ? a.size(0) : 1, at::Tensor(), sizes, 0, 1, &config);
+    TORCH_CHECK(plan.direct,
+                "_gemm_params: out must have a unit stride and overlap neither a nor b (the "
+                "operators would write a temporary)");
+    GemmParams r;
+    r.bytes.assign(reinterpret_cast<const char*>(&plan.p), sizeof plan.p);
+    // Offsets of the device pointers the pool patches; self is unused (beta == 0).
+    r.pointerOffsets = {offsetof(mtiaTorchGemm, a.data), offsetof(mtiaTorchGemm, b.data),
+                        offsetof(mtiaTorchGemm, out.data)};
+    r.blocks = plan.blocks;
+    return r;
+}
 
 TORCH_LIBRARY_IMPL(aten, MTIA, m) {
     m.impl("mm", TORCH_FN(mmDevice));

@@ -5,6 +5,7 @@
 #include "device_kernels.h"
 #include "dist_python.h"
 #include "fallback_counts.h"
+#include "gemm_configs.h"
 #include "hooks.h"
 #include "mtia_check.h"
 #include "streams.h"
@@ -62,6 +63,47 @@ PYBIND11_MODULE(_C, m) {
     });
 
     m.def("_drain_autograd_threads", &drainAutogradThreads);  // Note [autograd threads at exit]
+
+    // The device GEMM's configurations (gemm_configs.h; torch_mtia.gemm_tuning wraps these).
+    // A configuration is the tuple (blocks, split_cols, tile_m, tile_n, tile_k), a shape class
+    // (dtype name, log2 buckets of m, n, k, batch).
+    using ConfigTuple = std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t>;
+    auto toConfig = [](const ConfigTuple& c) {
+        return GemmConfig{std::get<0>(c), std::get<1>(c), std::get<2>(c), std::get<3>(c),
+                          std::get<4>(c)};
+    };
+    auto fromConfig = [](const GemmConfig& c) {
+        return ConfigTuple{c.blocks, c.splitCols, c.tileM, c.tileN, c.tileK};
+    };
+    m.def("_gemm_shape_class",
+          [](at::ScalarType dtype, int64_t m, int64_t n, int64_t k, int64_t batch) {
+              TORCH_CHECK(m >= 0 && n >= 0 && k >= 0 && batch >= 0,
+                          "_gemm_shape_class: sizes must be >= 0");
+              return gemmShapeClass(dtype, m, n, k, batch);
+          });
+    m.def("_set_gemm_configs",
+          [toConfig](const std::vector<std::pair<GemmShapeClass, ConfigTuple>>& entries) {
+              std::vector<std::pair<GemmShapeClass, GemmConfig>> table;
+              for (const auto& [cls, c] : entries) table.emplace_back(cls, toConfig(c));
+              setGemmConfigs(table);
+          });
+    m.def("_gemm_configs", [fromConfig] {
+        std::vector<std::pair<GemmShapeClass, ConfigTuple>> out;
+        for (const auto& [cls, c] : gemmConfigs()) out.emplace_back(cls, fromConfig(c));
+        return out;
+    });
+    m.def("_choose_gemm_config",
+          [fromConfig](at::ScalarType dtype, int64_t m, int64_t n, int64_t k, int64_t batch) {
+              return fromConfig(chooseGemmConfig(dtype, m, n, k, batch));
+          });
+    m.def("_set_gemm_config_override", [toConfig](const std::optional<ConfigTuple>& c) {
+        setGemmConfigOverride(c ? std::optional<GemmConfig>(toConfig(*c)) : std::nullopt);
+    });
+    m.def("_gemm_params", [toConfig](const at::Tensor& a, const at::Tensor& b,
+                                     const at::Tensor& out, const ConfigTuple& config) {
+        const GemmParams r = gemmParams(a, b, out, toConfig(config));
+        return py::make_tuple(py::bytes(r.bytes), r.pointerOffsets, r.blocks);
+    });
 
     m.def("fallback_counts", &fallbackCounts);
     m.def("reset_fallback_counts", &resetFallbackCounts);

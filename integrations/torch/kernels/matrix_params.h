@@ -28,6 +28,16 @@ typedef struct mtiaTorchGemm {
     double alpha, beta;
     int64_t ialpha, ibeta;
     mtiaTorchMatrixArg a, b, self, out;
+    /* How the work is cut (torch_mtia.gemm_tuning picks it per shape class; all zero: one product
+     * per block over its rows, as before these fields existed). Any values give the same result up
+     * to BLAS's summation order; sequential and the integer dtypes sum each element in order of k
+     * whatever the cut, so their results never change. splitCols != 0: the launch's blocks take
+     * column panels of all batches' outputs instead of rows. tileM, tileN > 0: a block's share is
+     * multiplied in tileM x tileN pieces, one BLAS call each; tileK > 0: in panels of depth tileK,
+     * accumulated in the compute type (float16/bfloat16: widened one panel at a time, so that the
+     * panels stay in cache; still one rounding at the store). */
+    int32_t splitCols;
+    int32_t tileM, tileN, tileK;
 } mtiaTorchGemm;
 
 #endif /* MTIA_TORCH_MATRIX_PARAMS_H */

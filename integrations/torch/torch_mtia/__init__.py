@@ -50,6 +50,19 @@ _graphs.install()
 from . import distributed  # noqa: E402  (registers the c10d backend "mtia")
 
 
+def _load_gemm_choices():
+    from . import gemm_tuning
+    gemm_tuning._load_at_init()
+
+
+# The tuned GEMM choices cached on disk (torch_mtia.gemm_tuning) are keyed by the device's name:
+# installed once the device is initialised, not at import.
+if torch.mtia.is_initialized():
+    _load_gemm_choices()
+else:
+    torch.mtia._queued_calls.append((_load_gemm_choices, traceback.format_stack()))
+
+
 def _allow_capturable_optimizers():
     """PyTorch 2.13's optimizers take capturable=True (step counts and bias corrections kept on the
     device, so that a captured optimizer step replays with the right step) only on the devices that

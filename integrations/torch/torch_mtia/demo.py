@@ -1,7 +1,8 @@
 """python3 -m torch_mtia.demo: PyTorch's own MTIA API on the runtime: the device, streams, a
 torch.mtia.MTIAGraph's speed-up over eager launches, a GPT-style model trained on the device (eager
-and captured step times beside the CPU's), a memory summary and a snapshot file that
-`mtia-mem summary` opens (python3 -m torch_mtia.demo --snapshot FILE)."""
+and captured step times beside the CPU's), the GEMM configuration
+used for each of the model's matrix shapes (tuned and cached on disk with --tune), a memory summary
+and a snapshot file that `mtia-mem summary` opens (python3 -m torch_mtia.demo --snapshot FILE)."""
 import argparse
 import copy
 import pickle
@@ -72,6 +73,43 @@ def train_gpt(dev, steps):
           f"faster than eager); loss {static_loss.item():.3f}")
 
 
+def gemm_choices(dev, tune):
+    """The matrix products of the GPT model's training step (recorded on the CPU: the same shapes)
+    and the GEMM configuration the device uses for each (torch_mtia.gemm_tuning): the tuned one,
+    from the disk cache or tuned now (tune), or the default."""
+    from torch_mtia import gemm_tuning
+
+    model, make_opt, make_batch = make("gpt")
+    opt = make_opt(model)
+    batch = make_batch(torch.Generator().manual_seed(0))
+    shapes = gemm_tuning.record_shapes(lambda: train_step(model, opt, batch))
+    cached = set(gemm_tuning.installed())  # installed at start-up from the cache
+    tuned = {}
+    if tune:
+        by_dtype = {}
+        for dtype, b, m, k, n in shapes:
+            by_dtype.setdefault(dtype, []).append((b, m, k, n))
+        for dtype, dtype_shapes in by_dtype.items():
+            tuned.update(gemm_tuning.tune(dtype_shapes, dtypes=(dtype,), device=dev.index))
+    print(f"GEMM choices for the GPT step's {len(shapes)} product shapes"
+          f"{'' if tune else ' (python3 -m torch_mtia.demo --tune to tune them)'}:")
+    for (dtype, b, m, k, n), calls in sorted(shapes.items(), key=lambda kv: kv[0][1:]):
+        cls = gemm_tuning.shape_class(dtype, m, n, k, b)
+        config = gemm_tuning.choice(dtype, m, n, k, b)
+        if cls in tuned:
+            where = ("tuned, from the cache" if tuned[cls].cached
+                     else f"tuned now, {tuned[cls].time_ms * 1e3:.0f} us")
+        elif cls in cached:
+            where = "tuned, from the cache"
+        else:
+            where = "not tuned"
+        name = str(dtype).removeprefix("torch.")
+        op = f"bmm {b}x" if b > 1 else "mm "
+        bound = tuple(2 ** e for e in cls[1:])
+        print(f"  {name} {op}{m}x{k} @ {k}x{n} ({calls} call{'s' if calls > 1 else ''}, class "
+              f"(m, n, k, batch) <= {bound}): {gemm_tuning.describe(config)} ({where})")
+
+
 def forward(x, layers):
     for w, b in layers:
         x = torch.relu(x @ w + b)
@@ -82,6 +120,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m torch_mtia.demo")
     parser.add_argument("--snapshot", metavar="FILE",
                         help="record the memory history and write a snapshot there (read it with mtia-mem)")
+    parser.add_argument("--tune", action="store_true",
+                        help="tune the GEMM configurations of the model's product shapes (cached on disk)")
     args = parser.parse_args(argv)
 
     # Upstream's torch.mtia.record_memory_history and memory_stats do nothing before torch.mtia's
@@ -131,6 +171,7 @@ def main(argv=None):
     print(f"graph: eager {eager * 1e6:.0f} us/step, replay {replay * 1e6:.0f} us/step, "
           f"speed-up {eager / replay:.2f}x, same result as the CPU on a new input: {same}")
 
+    gemm_choices(dev, args.tune)
     train_gpt(dev, steps=10)
 
     stats = torch.mtia.memory_stats()

@@ -399,6 +399,19 @@ TEST(DriverLoader, SharedWordsComeBothOrNeither) {
     EXPECT_EQ(v16.memGetAllocatedWords, nullptr);
 }
 
+// Driver ABI 1.8: deviceReset, a block of its own; a 1.7 driver's table that reaches it is not its
+// to fill, so the runtime does without (mtiaDeviceReset cannot clear a fault then).
+TEST(DriverLoader, DeviceResetIsIgnoredBefore18) {
+    mtiaDriverOps ops = completeOps();
+    ops.deviceReset = [](int32_t) { return mtiaSuccess; };
+    validateOps(ops, "v18.so");
+    EXPECT_NE(ops.deviceReset, nullptr);
+    mtiaDriverOps v17 = ops;
+    v17.version = MTIA_DRIVER_MAKE_API_VERSION(MTIA_DRIVER_API_VERSION_MAJOR, 7);
+    validateOps(v17, "v17.so");
+    EXPECT_EQ(v17.deviceReset, nullptr);
+}
+
 // Note [optional entries] in loader.cpp: one rule for every block, whatever the block.
 TEST(DriverLoader, BlocksPastTheDriversVersionOrTableAreIgnored) {
     // A 1.5 driver whose table happens to reach the 1.6 entries: they are not its to fill.

@@ -95,6 +95,29 @@ TEST_F(SimFaultIsolated, IllegalAddressIsStickyOnThatDeviceOnly) {
     for (mtiaDrvQueue x : {q, other, fresh, healthy}) EXPECT_EQ(d.queueDestroy(x), mtiaSuccess);
 }
 
+TEST(SimFault, DeviceResetClearsTheFault) {
+    EXPECT_TRUE(runIsolated("SimFaultIsolated.DeviceResetClearsTheFault"));
+}
+// Driver ABI 1.8: deviceReset waits for the queues (drained at once: the device is faulted), then
+// the status, the fault word and submissions are as on a fresh device; queues stay usable.
+TEST_F(SimFaultIsolated, DeviceResetClearsTheFault) {
+    ASSERT_NE(d.deviceReset, nullptr);
+    mtiaDrvQueue q = makeQueue(0);
+    std::vector<float> host(64, 0.0f);
+    launch(q, "fill_f32", {1, 1, 1}, host.data(), 1.0f, uint64_t{64});  // a host pointer
+    EXPECT_EQ(finish(q), mtiaErrorLaunchFailure);
+    expectFaulted(0, {"fill_f32"});
+    EXPECT_EQ(d.deviceReset(0), mtiaSuccess) << lastError();
+    EXPECT_EQ(faultWord(0), 0u);
+    EXPECT_EQ(d.deviceGetStatus(0), mtiaSuccess);
+    DeviceBuffer buf(0, 64);
+    launch(q, "fill_f32", {1, 1, 1}, buf.f32(), 4.0f, uint64_t{16});
+    EXPECT_EQ(finish(q), mtiaSuccess) << lastError();
+    EXPECT_EQ(buf.f32()[15], 4.0f);
+    EXPECT_EQ(d.deviceReset(99), mtiaErrorInvalidDevice);
+    EXPECT_EQ(d.queueDestroy(q), mtiaSuccess);
+}
+
 TEST(SimFault, FillOfHostMemoryFaults) {
     EXPECT_TRUE(runIsolated("SimFaultIsolated.FillOfHostMemoryFaults"));
 }

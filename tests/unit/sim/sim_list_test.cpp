@@ -130,8 +130,9 @@ protected:
 TEST(SimListTable, DriverReports12WithBothEntries) {
     const mtiaDriverOps& d = table();
     // 1.3: memReportAllocated, 1.4: IPC, 1.5: ipcMemSize, 1.6: the machine described without init,
-    // 1.7: the shared fault and allocated words
-    EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 7u));
+    // 1.7: the shared fault and allocated words, 1.8: deviceReset
+    EXPECT_EQ(d.version, MTIA_DRIVER_MAKE_API_VERSION(1u, 8u));
+    EXPECT_NE(d.deviceReset, nullptr);
     EXPECT_NE(d.machineGetSpec, nullptr);
     EXPECT_NE(d.machineDescribeDevice, nullptr);
     EXPECT_NE(d.deviceGetFaultWord, nullptr);
