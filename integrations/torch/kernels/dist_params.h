@@ -19,9 +19,10 @@ typedef enum mtiaTorchDistOp {
 
 /* dst[i] = op over s of src[s][i], for i < count; dst may be one of the sources. src[s] may be
  * another process's buffer on another device of the machine, mapped into this one with
- * mtiaIpcOpenMemHandle. Floating values combine in double and round once; integers combine in
- * int64 with wrap-around; bool sum is or, product is and. Avg divides the sum by sources (integers:
- * the sum wrapped to the dtype, then truncating division, as NCCL's ncclAvg). */
+ * mtiaIpcOpenMemHandle. float and double combine in their own type (min and max propagate NaN),
+ * float16 and bfloat16 in double and round once; integers combine with wrap-around; bool sum is or,
+ * product is and. Avg divides the sum by sources (integers: the sum wrapped to the dtype, then
+ * truncating division, as NCCL's ncclAvg). */
 typedef struct mtiaTorchDistReduce {
     int32_t dtype;   /* mtiaTorchDtype */
     int32_t op;      /* mtiaTorchDistOp */
