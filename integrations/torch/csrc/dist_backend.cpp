@@ -480,9 +480,9 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall_base(at::Tensor& output, at
                                                           const c10d::AllToAllOptions& /*opts*/) {
     checkDense(input, "all_to_all_single", "the input");
     checkDense(output, "all_to_all_single", "the output");
-    TORCH_CHECK(outputSplitSizes.empty() && inputSplitSizes.empty(),
-                "torch_mtia.distributed: the mtia backend does not support all_to_all_single "
-                "with split sizes yet (equal splits only)");
+    if (!outputSplitSizes.empty() || !inputSplitSizes.empty()) {
+        return alltoallSplit(output, input, outputSplitSizes, inputSplitSizes);
+    }
     TORCH_CHECK(input.numel() == output.numel() && input.scalar_type() == output.scalar_type() &&
                     input.numel() % size_ == 0,
                 "torch_mtia.distributed: all_to_all_single: input and output must have the same "

@@ -1,8 +1,7 @@
 // The c10d backend "mtia" (torch_mtia.distributed registers it for devices=["mtia"]): the
 // collectives of a process group on MTIA tensors, for ranks that share one simulated machine
 // (dist_peers.h). Each collective is queued on the group's stream after the caller's current
-// stream and returns an MtiaWork (dist_work.h). Collectives not implemented yet raise a
-// RuntimeError that names them.
+// stream and returns an MtiaWork (dist_work.h); point-to-point messages return a P2PWork.
 //
 // Thread safety: one thread per group at a time, as c10d requires of every rank's calls to a
 // group (collectives must be called in the same order by every rank). Blocking: each step of a
@@ -10,6 +9,7 @@
 // queued it (a barrier through the store), not for the device; barrier() waits for the device.
 #pragma once
 
+#include "dist_p2p.h"
 #include "dist_peers.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -53,12 +53,43 @@ public:
     c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const c10d::ScatterOptions& opts) override;
-    // Equal splits only for now (empty split lists); others raise.
+    // Empty split lists: equal splits, through the group's steps; split sizes (along dim 0, either
+    // list may be empty for equal splits): through the point-to-point channels.
     c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& outputSplitSizes,
                                                  std::vector<int64_t>& inputSplitSizes,
                                                  const c10d::AllToAllOptions& opts) override;
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+    // Point-to-point (dist_backend_p2p.cpp, dist_p2p.h): only the two ranks take part; the work
+    // is posted once the peer posted the matching operation (its wait() blocks the host until
+    // then). tag >= 0 (negative tags are the backend's own); messages between a pair match in
+    // posting order per tag, as gloo's.
+    c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                                 int tag) override;
+    // outputTensors[r] receives inputTensors[rank] of rank r; any sizes (each pair must agree).
+    c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors,
+                                            std::vector<at::Tensor>& inputTensors,
+                                            const c10d::AllToAllOptions& opts) override;
+
+    // Coalesced forms (dist_backend_coalesced.cpp): the collectives one after the other on the
+    // group's stream; one work for all.
+    c10::intrusive_ptr<c10d::Work>
+    allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputTensorLists,
+                        std::vector<at::Tensor>& inputTensors,
+                        const c10d::AllgatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                    std::vector<at::Tensor>& inputs,
+                                    const c10d::AllgatherOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work>
+    reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                    std::vector<at::Tensor>& inputs,
+                                    const c10d::ReduceScatterOptions& opts) override;
 
 private:
     // A step's part: fill writes this rank's staging buffer, consume reads everyone's (both on
@@ -80,10 +111,22 @@ private:
     void reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::ScalarType type, int32_t op,
                     int64_t count, char* dst);
 
+    PointToPoint& p2p();
+    // all_to_all through the point-to-point channels: inputs[d] to rank d, outputs[r] from rank r
+    // (this rank's own block copied on the group's stream); blocks the host until every pair has
+    // posted.
+    c10::intrusive_ptr<c10d::Work> alltoallPairs(std::vector<at::Tensor>& outputs,
+                                                 std::vector<at::Tensor>& inputs, c10d::OpType type,
+                                                 const char* title);
+    c10::intrusive_ptr<c10d::Work> alltoallSplit(at::Tensor& output, at::Tensor& input,
+                                                 std::vector<int64_t>& outputSplitSizes,
+                                                 std::vector<int64_t>& inputSplitSizes);
+
     c10::intrusive_ptr<c10d::Store> store_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<SameHostComm> comm_;
     uint64_t steps_ = 0;
+    std::unique_ptr<PointToPoint> p2p_;  // at the first point-to-point message or all_to_all
 };
 
 }  // namespace torch_mtia::dist

@@ -2,7 +2,8 @@
 // dispatcher, and PyTorch 2.13 implements them for CPU, CUDA and PrivateUse1 only (Ops.cpp); for
 // MTIA tensors they are implemented here, each passing its arguments on to the group's backend
 // for the MTIA device type (the "mtia" backend, or whichever backend the group registered for
-// devices=["mtia"]). Collectives the backend does not implement raise c10::Error naming them.
+// devices=["mtia"]). monitored_barrier_ is not registered: ProcessGroup.monitored_barrier always
+// passes a CPU tensor (it is gloo's alone, as for NCCL groups).
 #include <ATen/core/op_registration/op_registration.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/library.h>
@@ -21,13 +22,6 @@ c10::intrusive_ptr<c10d::Backend> backendOf(const PG& pg) {
     return pg->getBackend(c10::DeviceType::MTIA);
 }
 
-[[noreturn]] void unsupported(const char* collective) {
-    TORCH_CHECK(false, "torch.distributed: the mtia backend does not support ", collective,
-                " yet (implemented: broadcast, all_reduce (sum, avg, product, min, max), reduce, "
-                "all_gather, all_gather_into_tensor, gather, scatter, reduce_scatter, "
-                "reduce_scatter_tensor, all_to_all_single with equal splits, barrier)");
-}
-
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
 broadcastMtia(at::TensorList tensors, const PG& pg, int64_t root, int64_t rootTensor, bool asyncOp,
               int64_t timeout) {
@@ -44,8 +38,9 @@ broadcastMtia(at::TensorList tensors, const PG& pg, int64_t root, int64_t rootTe
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
 allreduceMtia(at::TensorList tensors, const PG& pg, const c10::intrusive_ptr<ReduceOp>& op,
               const std::optional<at::Tensor>& sparseIndices, bool asyncOp, int64_t timeout) {
-    TORCH_CHECK(!sparseIndices.has_value(), "torch.distributed: the mtia backend does not "
-                                            "support sparse all_reduce yet");
+    // As NCCL without its sparse path: the device has no sparse tensors to reduce.
+    TORCH_CHECK(!sparseIndices.has_value(), "torch.distributed: the mtia backend reduces dense "
+                                            "tensors only (all_reduce with sparse_indices)");
     auto list = tensors.vec();
     c10d::AllreduceOptions opts;
     opts.reduceOp = *op;
@@ -170,32 +165,64 @@ c10::intrusive_ptr<Work> alltoallBaseMtia(at::Tensor& output, at::Tensor& input,
     return backendOf(pg)->alltoall_base(output, input, outputSplits, inputSplits, opts);
 }
 
-// The rest of c10d's operators, until the backend implements them.
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
-alltoallMtia(const at::TensorList&, const at::TensorList&, const PG&, bool, int64_t) {
-    unsupported("all_to_all (alltoall)");
+alltoallMtia(const at::TensorList& outputs, const at::TensorList& inputs, const PG& pg,
+             bool asyncOp, int64_t timeout) {
+    auto outs = outputs.vec();
+    auto ins = inputs.vec();
+    c10d::AllToAllOptions opts;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->alltoall(outs, ins, opts);
+    return {std::move(outs), work};
 }
-c10::intrusive_ptr<Work> sendMtia(at::TensorList, const PG&, int64_t, int64_t) {
-    unsupported("send");
+
+c10::intrusive_ptr<Work> sendMtia(at::TensorList tensors, const PG& pg, int64_t dst, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->send(list, static_cast<int>(dst), static_cast<int>(tag));
 }
-c10::intrusive_ptr<Work> recvMtia(at::TensorList, const PG&, int64_t, int64_t) {
-    unsupported("recv");
+
+c10::intrusive_ptr<Work> recvMtia(at::TensorList tensors, const PG& pg, int64_t src, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->recv(list, static_cast<int>(src), static_cast<int>(tag));
 }
-c10::intrusive_ptr<Work> recvAnySourceMtia(at::TensorList, const PG&, int64_t) {
-    unsupported("recv (any source)");
+
+c10::intrusive_ptr<Work> recvAnySourceMtia(at::TensorList tensors, const PG& pg, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->recvAnysource(list, static_cast<int>(tag));
 }
-c10::intrusive_ptr<Work> allgatherCoalescedMtia(const TensorLists&, const at::TensorList&,
-                                                const PG&, bool) {
-    unsupported("all_gather_coalesced");
+
+c10::intrusive_ptr<Work> allgatherCoalescedMtia(const TensorLists& outputs,
+                                                const at::TensorList& inputs, const PG& pg,
+                                                bool asyncOp) {
+    auto outs = outputs;
+    auto ins = inputs.vec();
+    c10d::AllgatherOptions opts;
+    opts.asyncOp = asyncOp;
+    return backendOf(pg)->allgather_coalesced(outs, ins, opts);
 }
-c10::intrusive_ptr<Work> allgatherIntoTensorCoalescedMtia(at::TensorList, at::TensorList, const PG&,
-                                                          bool) {
-    unsupported("all_gather_into_tensor_coalesced");
+
+c10::intrusive_ptr<Work> allgatherIntoTensorCoalescedMtia(at::TensorList outputs,
+                                                          at::TensorList inputs, const PG& pg,
+                                                          bool asyncOp) {
+    auto outs = outputs.vec();
+    auto ins = inputs.vec();
+    c10d::AllgatherOptions opts;
+    opts.asyncOp = asyncOp;
+    return backendOf(pg)->allgather_into_tensor_coalesced(outs, ins, opts);
 }
-c10::intrusive_ptr<Work> reduceScatterTensorCoalescedMtia(at::TensorList, at::TensorList, const PG&,
-                                                          const c10::intrusive_ptr<ReduceOp>&, bool,
-                                                          int64_t) {
-    unsupported("reduce_scatter_tensor_coalesced");
+
+c10::intrusive_ptr<Work> reduceScatterTensorCoalescedMtia(at::TensorList outputs,
+                                                          at::TensorList inputs, const PG& pg,
+                                                          const c10::intrusive_ptr<ReduceOp>& op,
+                                                          bool asyncOp, int64_t timeout) {
+    auto outs = outputs.vec();
+    auto ins = inputs.vec();
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = *op;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    return backendOf(pg)->reduce_scatter_tensor_coalesced(outs, ins, opts);
 }
 
 }  // namespace

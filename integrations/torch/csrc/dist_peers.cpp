@@ -19,19 +19,6 @@ namespace {
 
 constexpr size_t kDefaultStagingBytes = size_t{4} << 20;
 
-size_t stagingBytesFromEnv() {
-    const char* text = std::getenv("MTIA_DIST_STAGING_BYTES");
-    if (text == nullptr || *text == '\0') return kDefaultStagingBytes;
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    // At least 64 bytes: one element of every dtype for each of the most peers a step splits over.
-    TORCH_CHECK(end != text && *end == '\0' && v >= 64 && v <= (size_t{1} << 34),
-                "torch_mtia.distributed: MTIA_DIST_STAGING_BYTES must be a byte count from 64 to "
-                "2^34, got '",
-                text, "'");
-    return static_cast<size_t>(v & ~uint64_t{7});
-}
-
 std::vector<uint8_t> toBytes(const PeerRecord& record) {
     const auto* p = reinterpret_cast<const uint8_t*>(&record);
     return {p, p + sizeof record};
@@ -48,6 +35,19 @@ std::string hex(const uint8_t* bytes, size_t n) {
 }
 
 }  // namespace
+
+size_t stagingBytesFromEnv() {
+    const char* text = std::getenv("MTIA_DIST_STAGING_BYTES");
+    if (text == nullptr || *text == '\0') return kDefaultStagingBytes;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text, &end, 10);
+    // At least 64 bytes: one element of every dtype for each of the most peers a step splits over.
+    TORCH_CHECK(end != text && *end == '\0' && v >= 64 && v <= (size_t{1} << 34),
+                "torch_mtia.distributed: MTIA_DIST_STAGING_BYTES must be a byte count from 64 to "
+                "2^34, got '",
+                text, "'");
+    return static_cast<size_t>(v & ~uint64_t{7});
+}
 
 void describeHost(PeerRecord& record) {
     TORCH_CHECK(gethostname(record.host, sizeof record.host - 1) == 0,

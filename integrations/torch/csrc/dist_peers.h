@@ -28,6 +28,10 @@ struct PeerRecord {
     std::array<mtiaIpcEventHandle_t, 2> ready, done;
 };
 
+// The bytes of each staging buffer (slot): MTIA_DIST_STAGING_BYTES, default 4 MiB, rounded down to
+// a multiple of 8. Throws c10::Error naming the variable for a bad value.
+size_t stagingBytesFromEnv();
+
 // This host's identity as peers compare it: the host name and the simulated machine's uuid.
 // Throws when the machine cannot be read.
 void describeHost(PeerRecord& record);
