@@ -338,6 +338,11 @@ def _worker(scenario, rank, world, port_path):
         buckets = [b.buffer() for b in ddp.reducer._get_zeros_like_grad_buckets()]
         assert len(buckets) >= 4 and all(b.device == device for b in buckets), \
             [(b.numel(), b.device) for b in buckets]
+        # DDP's sampled iteration times, measured on the device by torch_mtia's timer (absent
+        # without a timer registered for mtia).
+        stats = ddp._get_ddp_logging_data()
+        for key in ("forward_compute_time", "backward_compute_time", "backward_comm_time"):
+            assert stats.get(key, 0) > 0, (key, stats)
         # Every rank holds rank 0's parameters, bit for bit.
         mine = torch.cat([p.detach().flatten() for p in model.parameters()])
         theirs = mine.clone()
