@@ -31,10 +31,12 @@ __all__ = ["global_batches", "train", "reference", "largest_difference", "main"]
 RTOL, ATOL = 1e-4, 3e-5
 
 
-def global_batches(steps, batch, seed=0):
-    """The global batches of a run: the same on every rank, as (tokens, targets) on the CPU."""
+def global_batches(steps, batch, seed=0, distinct=2):
+    """The global batches of a run, the same on every rank, as (tokens, targets) on the CPU: distinct
+    random batches in turn (a small data set seen again, so that the loss falls within a few steps)."""
     g = torch.Generator().manual_seed(seed)
-    return [gpt_batch(g, batch=batch) for _ in range(steps)]
+    pool = [gpt_batch(g, batch=batch) for _ in range(distinct)]
+    return [pool[i % distinct] for i in range(steps)]
 
 
 def train(model, opt, batches, rank, world):
