@@ -2,8 +2,10 @@
 
 Importing torch_mtia imports this module, which registers the backend with
 ``torch.distributed.Backend.register_backend("mtia", ..., devices=["mtia"])``: a process group created
-with ``backend="mtia"`` (or ``"cpu:gloo,mtia:mtia"``, or no backend on a machine whose accelerator is
-mtia) runs its collectives on MTIA tensors here, ordered on the caller's current stream as NCCL's are:
+with ``backend="mtia"`` (or ``"cpu:gloo,mtia:mtia"``, or ``device_id=torch.device("mtia", i)``, or no
+backend on a machine whose accelerator is mtia, though DistributedDataParallel then fails: the
+integration's README says why) runs its collectives on MTIA tensors here, ordered on the caller's
+current stream as NCCL's are:
 ``wait()`` on the returned work makes the current stream wait, it does not block the host.
 
 For now every rank of a group must use one simulated machine of one host (one device per rank, at most
