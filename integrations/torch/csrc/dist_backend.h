@@ -10,6 +10,7 @@
 // queued it (a barrier through the store), not for the device; barrier() waits for the device.
 #pragma once
 
+#include "dist_cross_host.h"
 #include "dist_peers.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -67,6 +68,10 @@ private:
     using Consume = std::function<void(int parity)>;
 
     SameHostComm& comm(const at::Tensor& t);
+    // At the group's first collective (collective, through the store): the cross-host
+    // communicator on device when the group spans hosts (dist_cross_host.h), else null and the
+    // same-host path serves the group.
+    CrossHostComm* cross(c10::DeviceIndex device);
     // Queues one step on the group's stream: wait until peers are done reading this rank's buffer
     // of the step's parity (two steps ago), fill it, record ready, meet every rank at the store,
     // wait for their ready, consume, record done.
@@ -83,6 +88,8 @@ private:
     c10::intrusive_ptr<c10d::Store> store_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<SameHostComm> comm_;
+    std::unique_ptr<CrossHostComm> cross_;
+    bool placed_ = false;  // whether cross() has decided the group's path
     uint64_t steps_ = 0;
 };
 
