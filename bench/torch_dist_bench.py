@@ -9,6 +9,9 @@ Starts the ranks itself (fresh interpreters on a TCPStore on localhost; for 4 ra
 MTIA_SIM_DEVICES=4). Each size: medians of --reps timed calls of each side, measured in turns after a
 barrier (bench/torch_timing.paired), the device side closed by torch.mtia.synchronize(). Float32 data.
 Reported figures only; nothing here asserts.
+
+--cross-host runs the mtia side through the cross-host path (MTIA_DIST_FORCE_CROSS_HOST=1 in every
+rank: pinned staging and gloo): its mtia/gloo column is then the staging overhead over gloo alone.
 """
 import argparse
 import os
@@ -21,6 +24,14 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _cross_host(enabled):
+    """The ranks' environment for --cross-host, and the line that says which path is measured."""
+    if not enabled:
+        return {}, "same-host path"
+    return ({"MTIA_DIST_FORCE_CROSS_HOST": "1"},
+            "cross-host path (gloo over pinned staging): mtia/gloo is the staging overhead")
 
 
 def _rank(rank, world, port, max_bytes, reps):
@@ -37,6 +48,7 @@ def _rank(rank, world, port, max_bytes, reps):
     dist.init_process_group("mtia", store=store, rank=rank, world_size=world)
     gloo = dist.new_group(backend="gloo")
     if rank == 0:
+        print(_cross_host(os.environ.get("MTIA_DIST_FORCE_CROSS_HOST") == "1")[1])
         print(f"all_reduce, float32, {world} ranks, medians of {reps} "
               f"(MTIA_DIST_STAGING_BYTES={os.environ.get('MTIA_DIST_STAGING_BYTES', 'default')})")
         print("| bytes | mtia ms | gloo ms | mtia/gloo | mtia algbw GB/s | mtia busbw GB/s "
@@ -73,6 +85,8 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--max-bytes", type=int, default=64 << 20)
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--cross-host", action="store_true",
+                        help="measure the cross-host path (forced) against gloo alone")
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -82,7 +96,9 @@ def main():
     port = _free_port()
     procs = [subprocess.Popen([sys.executable, __file__, "--ranks", str(args.ranks), "--max-bytes",
                                str(args.max_bytes), "--reps", str(args.reps), "--rank", str(r),
-                               "--port", str(port)]) for r in range(args.ranks)]
+                               "--port", str(port)],
+                              env=dict(os.environ, **_cross_host(args.cross_host)[0]))
+             for r in range(args.ranks)]
     sys.exit(max(p.wait() for p in procs))
 
 
