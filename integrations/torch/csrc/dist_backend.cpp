@@ -84,19 +84,18 @@ void recordOnStream(const std::vector<at::Tensor>& tensors, mtiaStream_t stream)
 
 MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                          std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {}
+    : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {
+    // Here, not at the first collective: every rank constructs the backend (init_process_group,
+    // new_group), while a first send or recv would involve only two of them.
+    if (groupSpansHosts(store_, rank_, size_, timeout_)) {
+        cross_ = std::make_unique<CrossHostComm>(store_, rank_, size_, timeout_);
+    }
+}
 
 MtiaBackend::~MtiaBackend() = default;
 
-// Every rank reaches its group's first collective, so every rank publishes and reads the host
-// records there, and all decide alike.
 CrossHostComm* MtiaBackend::cross(c10::DeviceIndex device) {
-    if (!placed_) {
-        if (groupSpansHosts(store_, rank_, size_, timeout_)) {
-            cross_ = std::make_unique<CrossHostComm>(store_, rank_, size_, device, timeout_);
-        }
-        placed_ = true;
-    }
+    if (cross_) cross_->bind(device);
     return cross_.get();
 }
 

@@ -68,9 +68,8 @@ private:
     using Consume = std::function<void(int parity)>;
 
     SameHostComm& comm(const at::Tensor& t);
-    // At the group's first collective (collective, through the store): the cross-host
-    // communicator on device when the group spans hosts (dist_cross_host.h), else null and the
-    // same-host path serves the group.
+    // The cross-host communicator, bound to device, when the group spans hosts (decided at
+    // construction: dist_cross_host.h); null when the same-host path serves the group.
     CrossHostComm* cross(c10::DeviceIndex device);
     // Queues one step on the group's stream: wait until peers are done reading this rank's buffer
     // of the step's parity (two steps ago), fill it, record ready, meet every rank at the store,
@@ -89,7 +88,6 @@ private:
     std::chrono::milliseconds timeout_;
     std::unique_ptr<SameHostComm> comm_;
     std::unique_ptr<CrossHostComm> cross_;
-    bool placed_ = false;  // whether cross() has decided the group's path
     uint64_t steps_ = 0;
 };
 

@@ -126,26 +126,34 @@ bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int
 }
 
 CrossHostComm::CrossHostComm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                             c10::DeviceIndex device, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), device_(device), chunkBytes_(stagingBytesFromEnv()) {
+                             std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), chunkBytes_(stagingBytesFromEnv()),
+      gloo_(xhost::makeGloo(c10::make_intrusive<c10d::PrefixStore>("mtia-gloo", store), rank, size,
+                            timeout)) {}
+
+void CrossHostComm::bind(c10::DeviceIndex device) {
+    if (stream_ != nullptr) return;
     DeviceScope scope(device);
-    try {
-        MTIA_CHECK(mtiaStreamCreateWithFlags(&stream_, mtiaStreamNonBlocking));
-        for (mtiaEvent_t& e : copied_) {
-            MTIA_CHECK(mtiaEventCreateWithFlags(&e, mtiaEventDisableTiming));
-        }
-        gloo_ = xhost::makeGloo(c10::make_intrusive<c10d::PrefixStore>("mtia-gloo", store), rank,
-                                size, timeout);
-    } catch (...) {
-        for (mtiaEvent_t e : copied_) {
+    mtiaStream_t stream = nullptr;
+    std::array<mtiaEvent_t, 3> events{};
+    mtiaError_t status = mtiaStreamCreateWithFlags(&stream, mtiaStreamNonBlocking);
+    for (size_t i = 0; i < events.size() && status == mtiaSuccess; ++i) {
+        status = mtiaEventCreateWithFlags(&events[i], mtiaEventDisableTiming);
+    }
+    if (status != mtiaSuccess) {
+        for (mtiaEvent_t e : events) {
             if (e != nullptr) mtiaEventDestroy(e);
         }
-        if (stream_ != nullptr) mtiaStreamDestroy(stream_);
-        throw;
+        if (stream != nullptr) mtiaStreamDestroy(stream);
+        MTIA_CHECK(status);
     }
+    device_ = device;
+    stream_ = stream;
+    copied_ = events;
 }
 
 CrossHostComm::~CrossHostComm() {
+    if (stream_ == nullptr) return;
     DeviceScope scope(device_);
     mtiaStreamSynchronize(stream_);
     for (mtiaEvent_t e : copied_) mtiaEventDestroy(e);
@@ -639,7 +647,9 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::alltoall(std::vector<at::Tensor>& 
         off += inBytes[r];
     }
     waitCopies();
-    gloo_->alltoall_base(out, in, outBytes, inBytes, opts)->wait();
+    // gloo's alltoall_base moves the split vectors away: it gets copies.
+    std::vector<int64_t> outSplits = outBytes, inSplits = inBytes;
+    gloo_->alltoall_base(out, in, outSplits, inSplits, opts)->wait();
     off = 0;
     for (int r = 0; r < size_; ++r) {
         upload(outputTensors[r], out.narrow(0, off, outBytes[r]));

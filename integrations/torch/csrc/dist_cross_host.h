@@ -40,19 +40,23 @@ namespace torch_mtia::dist {
 bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                      std::chrono::milliseconds timeout);
 
-// The group's cross-host communicator on one device. Construction is collective (gloo's rendezvous
-// on the store; blocks up to timeout). Every method has the signature and meaning of the
-// c10d::Backend virtual of the same name, on MTIA tensors of this rank's device, and returns an
-// MtiaWork (dist_work.h) as the same-host path does.
+// The group's cross-host communicator. Construction is collective (gloo's rendezvous on the store;
+// blocks up to timeout). Every collective method has the signature and meaning of the
+// c10d::Backend virtual of the same name, on MTIA tensors of this rank's device (the one bind()
+// named first), and returns an MtiaWork (dist_work.h) as the same-host path does.
 class CrossHostComm {
 public:
     CrossHostComm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                  c10::DeviceIndex device, std::chrono::milliseconds timeout);
+                  std::chrono::milliseconds timeout);
     ~CrossHostComm();
     CrossHostComm(const CrossHostComm&) = delete;
     CrossHostComm& operator=(const CrossHostComm&) = delete;
 
-    c10::DeviceIndex device() const { return device_; }
+    // The first call settles this rank's device (its stream and events are made there); later
+    // calls do nothing (each collective then checks that its tensors are on that device). Not
+    // thread-safe (the group's one thread); throws c10::Error when the stream or events cannot be
+    // made.
+    void bind(c10::DeviceIndex device);
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                              const c10d::BroadcastOptions& opts);
@@ -124,7 +128,7 @@ private:
     int rootOf(int64_t root, const char* collective) const;
 
     int rank_, size_;
-    c10::DeviceIndex device_;
+    c10::DeviceIndex device_ = -1;
     size_t chunkBytes_;
     mtiaStream_t stream_ = nullptr;
     std::array<mtiaEvent_t, 3> copied_{};
