@@ -223,12 +223,37 @@ def _worker(scenario, rank, world, store_path):
         torch.mtia.synchronize()
         assert work.is_completed()
 
+    def check_p2p():
+        # send/recv by tag, recv from any source, all_to_all of lists of uneven sizes.
+        peer = 1 - rank
+        for dtype_name in ("float32", "int16", "bool"):
+            dtype = getattr(torch, dtype_name)
+            got = torch.zeros(300, dtype=dtype, device=device)
+            for sender in (0, 1):
+                if rank == sender:
+                    dist.send(data(dtype, 300, 61 + sender).to(device), peer, tag=5 + sender)
+                else:
+                    dist.recv(got, peer, tag=5 + sender)
+                    check(got, data(dtype, 300, 61 + sender, peer), f"recv {dtype_name}")
+        if rank == 0:
+            got = torch.zeros(7, device=device)
+            assert dist.recv(got) == 1
+            check(got, data(torch.float32, 7, 63, 1), "recv from any source")
+        else:
+            dist.send(data(torch.float32, 7, 63).to(device), 0)
+        ins = [data(torch.int64, rank + d + 1, 70 + d).to(device) for d in range(world)]
+        outs = [torch.zeros(r + rank + 1, dtype=torch.int64, device=device) for r in range(world)]
+        dist.all_to_all(outs, ins)
+        for r in range(world):
+            check(outs[r], data(torch.int64, r + rank + 1, 70 + rank, r), f"all_to_all [{r}]")
+
     if scenario == "forced":
         # 7 elements (not divisible by the world size) and 300 (many 256-byte chunks); 1 for two.
         for i, dtype_name in enumerate(DTYPES):
             for n in (1, 7, 300) if dtype_name in ("float32", "bool") else (7, 300):
                 check_dtype(dtype_name, n, salt=100 * i + n)
         check_streams()
+        check_p2p()
     elif scenario == "two_machines":
         for i, dtype_name in enumerate(["float32", "int16"]):
             check_dtype(dtype_name, 301, salt=7 + i)

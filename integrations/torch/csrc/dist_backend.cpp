@@ -576,4 +576,39 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::barrier(const c10d::BarrierOptions& 
                                          std::vector<at::Tensor>{}, std::vector<at::Tensor>{});
 }
 
+// Wired for the cross-host path; on the same-host path these raise as dist_ops.cpp's unsupported
+// operators do.
+c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall(std::vector<at::Tensor>& outputTensors,
+                                                     std::vector<at::Tensor>& inputTensors,
+                                                     const c10d::AllToAllOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(inputTensors)))
+        return x->alltoall(outputTensors, inputTensors, opts);
+    TORCH_CHECK(false, "torch.distributed: the mtia backend does not support all_to_all "
+                       "(alltoall) on the same-host path yet");
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
+                                                 int tag) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->send(tensors, dstRank, tag);
+    TORCH_CHECK(false,
+                "torch.distributed: the mtia backend does not support send on the same-host path "
+                "yet");
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                                 int tag) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recv(tensors, srcRank, tag);
+    TORCH_CHECK(false,
+                "torch.distributed: the mtia backend does not support recv on the same-host path "
+                "yet");
+}
+
+c10::intrusive_ptr<c10d::Work> MtiaBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                          int tag) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recvAnysource(tensors, tag);
+    TORCH_CHECK(false,
+                "torch.distributed: the mtia backend does not support recv (any source) on the "
+                "same-host path yet");
+}
+
 }  // namespace torch_mtia::dist

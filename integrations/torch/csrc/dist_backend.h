@@ -60,6 +60,16 @@ public:
                                                  std::vector<int64_t>& inputSplitSizes,
                                                  const c10d::AllToAllOptions& opts) override;
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+    // Cross-host path only so far (the same-host path raises, naming them).
+    c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors,
+                                            std::vector<at::Tensor>& inputTensors,
+                                            const c10d::AllToAllOptions& opts) override;
+    c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                        int tag) override;
+    c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
+                                                 int tag) override;
 
 private:
     // A step's part: fill writes this rank's staging buffer, consume reads everyone's (both on

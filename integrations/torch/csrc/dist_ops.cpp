@@ -170,20 +170,31 @@ c10::intrusive_ptr<Work> alltoallBaseMtia(at::Tensor& output, at::Tensor& input,
     return backendOf(pg)->alltoall_base(output, input, outputSplits, inputSplits, opts);
 }
 
-// The rest of c10d's operators, until the backend implements them.
 std::tuple<std::vector<at::Tensor>, c10::intrusive_ptr<Work>>
-alltoallMtia(const at::TensorList&, const at::TensorList&, const PG&, bool, int64_t) {
-    unsupported("all_to_all (alltoall)");
+alltoallMtia(const at::TensorList& outputs, const at::TensorList& inputs, const PG& pg,
+             bool asyncOp, int64_t timeout) {
+    auto outs = outputs.vec();
+    auto ins = inputs.vec();
+    c10d::AllToAllOptions opts;
+    opts.asyncOp = asyncOp;
+    opts.timeout = std::chrono::milliseconds(timeout);
+    auto work = backendOf(pg)->alltoall(outs, ins, opts);
+    return {std::move(outs), work};
 }
-c10::intrusive_ptr<Work> sendMtia(at::TensorList, const PG&, int64_t, int64_t) {
-    unsupported("send");
+c10::intrusive_ptr<Work> sendMtia(at::TensorList tensors, const PG& pg, int64_t dst, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->send(list, static_cast<int>(dst), static_cast<int>(tag));
 }
-c10::intrusive_ptr<Work> recvMtia(at::TensorList, const PG&, int64_t, int64_t) {
-    unsupported("recv");
+c10::intrusive_ptr<Work> recvMtia(at::TensorList tensors, const PG& pg, int64_t src, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->recv(list, static_cast<int>(src), static_cast<int>(tag));
 }
-c10::intrusive_ptr<Work> recvAnySourceMtia(at::TensorList, const PG&, int64_t) {
-    unsupported("recv (any source)");
+c10::intrusive_ptr<Work> recvAnySourceMtia(at::TensorList tensors, const PG& pg, int64_t tag) {
+    auto list = tensors.vec();
+    return backendOf(pg)->recvAnysource(list, static_cast<int>(tag));
 }
+
+// The rest of c10d's operators, until the backend implements them.
 c10::intrusive_ptr<Work> allgatherCoalescedMtia(const TensorLists&, const at::TensorList&,
                                                 const PG&, bool) {
     unsupported("all_gather_coalesced");
