@@ -27,6 +27,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <vector>
 
 namespace torch_mtia::dist {
