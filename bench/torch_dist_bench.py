@@ -3,7 +3,9 @@
 1. all_reduce bandwidth of torch_mtia's c10d backend "mtia" (same-host path) on device tensors against
    gloo on CPU tensors of the same size, in the same processes, from 1 KiB to --max-bytes (default
    256 MiB), on each world size of --ranks (default 2 and 4), reported as nccl-tests do: algorithm
-   bandwidth (bytes / time) and bus bandwidth (algbw * 2 (n - 1) / n for all_reduce);
+   bandwidth (bytes / time) and bus bandwidth (algbw * 2 (n - 1) / n for all_reduce); then on 2
+   ranks the cross-host path forced (MTIA_DIST_FORCE_CROSS_HOST=1: pinned staging and gloo) against
+   gloo alone, whose ratio is the staging overhead (--no-cross-host skips it);
 2. the training step of the GPT-style decoder (torch_mtia.demo_models, AdamW) with
    DistributedDataParallel on 2 processes against the plain model on 1, the same global batch.
 
@@ -122,13 +124,14 @@ def _ddp_rank(rank, world, port, steps, global_batch):
             "step_s": statistics.median(times[3:]), "steps": steps}
 
 
-def _spawn(role, world, args):
+def _spawn(role, world, args, extra_env=None):
     """Runs role ("all_reduce" or "ddp") on world fresh ranks of a machine of world devices of its
-    own; returns rank 0's result."""
+    own (extra_env added to their environment); returns rank 0's result."""
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "rank0.json")
         env = dict(os.environ, MTIA_SIM_DEVICES=str(max(2, world)),
-                   MTIA_SIM_MACHINE=os.environ.get("MTIA_SIM_MACHINE", "default") + f"-bench{world}")
+                   MTIA_SIM_MACHINE=os.environ.get("MTIA_SIM_MACHINE", "default") + f"-bench{world}",
+                   **(extra_env or {}))
         port = str(_free_port())
         procs = [subprocess.Popen([sys.executable, __file__, "--role", role, "--world", str(world),
                                    "--rank", str(r), "--port", port, "--result", result,
@@ -156,9 +159,9 @@ def _gbps(nbytes, seconds):
     return nbytes / seconds / 1e9
 
 
-def _allreduce_table(world, rows):
+def _allreduce_table(world, rows, title=None):
     bus = 2 * (world - 1) / world
-    lines = [f"### all_reduce, float32, {world} processes", "",
+    lines = [title or f"### all_reduce, float32, {world} processes", "",
              "| size (B) | mtia time (us) | mtia algbw (GB/s) | mtia busbw (GB/s) | gloo time (us) "
              "| gloo algbw (GB/s) | gloo busbw (GB/s) | mtia/gloo time |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -189,6 +192,8 @@ def main():
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--steps", type=int, default=15, help="timed DDP steps")
     parser.add_argument("--batch", type=int, default=16, help="DDP's global batch")
+    parser.add_argument("--cross-host", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure the forced cross-host path on 2 ranks against gloo alone")
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("--world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
@@ -208,6 +213,9 @@ def main():
     for world in args.ranks:
         print(f"all_reduce on {world} ranks", flush=True)
         results["all_reduce"][str(world)] = _spawn("all_reduce", world, args)
+    if args.cross_host:
+        print("all_reduce on 2 ranks, forced cross-host path", flush=True)
+        results["cross_host"] = _spawn("all_reduce", 2, args, {"MTIA_DIST_FORCE_CROSS_HOST": "1"})
     for world in (1, 2):
         print(f"DDP step on {world} process{'es' if world > 1 else ''}", flush=True)
         results["ddp"].append(_spawn("ddp", world, args))
@@ -232,6 +240,10 @@ def main():
              "simulated machine of its own with one device per process", ""]
     for world in args.ranks:
         lines += _allreduce_table(world, results["all_reduce"][str(world)]) + [""]
+    if args.cross_host:
+        lines += _allreduce_table(2, results["cross_host"], (
+            "### all_reduce, float32, 2 processes, cross-host path forced (MTIA_DIST_FORCE_CROSS_HOST"
+            "=1: pinned staging and gloo): mtia/gloo is the staging overhead over gloo alone")) + [""]
     lines += _ddp_table(results["ddp"])
     bench_report.publish("\n".join(lines) + "\n", results, args.out)
 

@@ -72,11 +72,31 @@ void recordOnStream(const std::vector<at::Tensor>& tensors, mtiaStream_t stream)
 
 }  // namespace
 
+c10::DeviceIndex deviceOf(const std::vector<at::Tensor>& tensors) {
+    if (!tensors.empty() && tensors[0].device().type() == c10::DeviceType::MTIA &&
+        tensors[0].device().has_index()) {
+        return tensors[0].device().index();
+    }
+    return currentDevice();
+}
+
+
 MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                          std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {}
+    : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {
+    // Here, not at the first collective: every rank constructs the backend (init_process_group,
+    // new_group), while a first send or recv would involve only two of them.
+    if (groupSpansHosts(store_, rank_, size_, timeout_)) {
+        cross_ = std::make_unique<CrossHostComm>(store_, rank_, size_, timeout_);
+    }
+}
 
 MtiaBackend::~MtiaBackend() = default;
+
+CrossHostComm* MtiaBackend::cross(c10::DeviceIndex device) {
+    if (cross_) cross_->bind(device);
+    return cross_.get();
+}
 
 SameHostComm& MtiaBackend::comm(const at::Tensor& t) {
     const c10::DeviceIndex device = t.device().index();
@@ -162,6 +182,7 @@ void MtiaBackend::reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                       const c10d::BroadcastOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->broadcast(tensors, opts);
     const at::Tensor& t = onlyTensor(tensors, "broadcast");
     const int root = rootOf(opts.rootRank, "broadcast");
     SameHostComm& c = comm(t);
@@ -187,6 +208,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& t
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce(tensors, opts);
     onlyTensor(tensors, "allreduce");
     c10d::AllreduceCoalescedOptions coalesced;
     coalesced.reduceOp = opts.reduceOp;
@@ -201,6 +223,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& t
 c10::intrusive_ptr<c10d::Work>
 MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                  const c10d::AllreduceCoalescedOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce_coalesced(tensors, opts);
     TORCH_CHECK(!tensors.empty(), "torch_mtia.distributed: allreduce_coalesced: no tensors");
     const int32_t op = kernelOp(opts.reduceOp, "allreduce");
     for (const at::Tensor& t : tensors) {
@@ -233,7 +256,8 @@ MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                       std::vector<at::Tensor>& inputs,
-                                                      const c10d::AllgatherOptions& /*opts*/) {
+                                                      const c10d::AllgatherOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(inputs))) return x->allgather(outputs, inputs, opts);
     const at::Tensor& in = onlyTensor(inputs, "allgather");
     TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
                 "torch_mtia.distributed: allgather: expected one list of ", size_,
@@ -268,6 +292,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf({input}))) return x->_allgather_base(output, input, opts);
     checkDense(input, "_allgather_base", "the input");
     checkDense(output, "_allgather_base", "the output");
     TORCH_CHECK(output.numel() == input.numel() * size_ &&
@@ -288,6 +313,8 @@ c10::intrusive_ptr<c10d::Work>
 MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                             std::vector<std::vector<at::Tensor>>& inputs,
                             const c10d::ReduceScatterOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(outputs)))
+        return x->reduce_scatter(outputs, inputs, opts);
     const at::Tensor& out = onlyTensor(outputs, "reduce_scatter");
     TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
                 "torch_mtia.distributed: reduce_scatter: expected one list of ", size_,
@@ -333,6 +360,8 @@ MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
 c10::intrusive_ptr<c10d::Work>
 MtiaBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                   const c10d::ReduceScatterOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf({input})))
+        return x->_reduce_scatter_base(output, input, opts);
     checkDense(input, "_reduce_scatter_base", "the input");
     checkDense(output, "_reduce_scatter_base", "the output");
     TORCH_CHECK(input.numel() == output.numel() * size_ &&
@@ -355,6 +384,7 @@ int MtiaBackend::rootOf(int64_t root, const char* collective) const {
 // (NCCL's reduce).
 c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->reduce(tensors, opts);
     const at::Tensor& t = onlyTensor(tensors, "reduce");
     const int root = rootOf(opts.rootRank, "reduce");
     const int32_t op = kernelOp(opts.reduceOp, "reduce");
@@ -385,6 +415,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tens
 c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                    std::vector<at::Tensor>& inputs,
                                                    const c10d::GatherOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(inputs))) return x->gather(outputs, inputs, opts);
     const at::Tensor& in = onlyTensor(inputs, "gather");
     const int root = rootOf(opts.rootRank, "gather");
     std::vector<at::Tensor> outs;
@@ -429,6 +460,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::T
 c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& outputs,
                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                     const c10d::ScatterOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf(outputs))) return x->scatter(outputs, inputs, opts);
     const at::Tensor& out = onlyTensor(outputs, "scatter");
     const int root = rootOf(opts.rootRank, "scatter");
     std::vector<at::Tensor> ins;
@@ -477,7 +509,9 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& out
 c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                           std::vector<int64_t>& outputSplitSizes,
                                                           std::vector<int64_t>& inputSplitSizes,
-                                                          const c10d::AllToAllOptions& /*opts*/) {
+                                                          const c10d::AllToAllOptions& opts) {
+    if (CrossHostComm* x = cross(deviceOf({input})))
+        return x->alltoall_base(output, input, outputSplitSizes, inputSplitSizes, opts);
     checkDense(input, "all_to_all_single", "the input");
     checkDense(output, "all_to_all_single", "the output");
     if (!outputSplitSizes.empty() || !inputSplitSizes.empty()) {
@@ -530,6 +564,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::barrier(const c10d::BarrierOptions& 
     } else if (!opts.device_ids.empty()) {
         device = static_cast<c10::DeviceIndex>(opts.device_ids[0]);
     }
+    if (CrossHostComm* x = cross(device)) return x->barrier(opts);
     SameHostComm& c =
         comm_ ? *comm_
               : comm(at::empty({0}, at::TensorOptions().device(c10::DeviceType::MTIA, device)));

@@ -9,6 +9,7 @@
 // queued it (a barrier through the store), not for the device; barrier() waits for the device.
 #pragma once
 
+#include "dist_cross_host.h"
 #include "dist_p2p.h"
 #include "dist_peers.h"
 
@@ -18,6 +19,10 @@
 #include <memory>
 
 namespace torch_mtia::dist {
+
+// The device a collective's tensors name (the first one's), for the group's first collective to
+// settle on; the current device when there is none to go by (the collective's checks then raise).
+c10::DeviceIndex deviceOf(const std::vector<at::Tensor>& tensors);
 
 class MtiaBackend : public c10d::Backend {
 public:
@@ -98,6 +103,11 @@ private:
     using Consume = std::function<void(int parity)>;
 
     SameHostComm& comm(const at::Tensor& t);
+    // The cross-host communicator, bound to device, when the group spans hosts (decided at
+    // construction: dist_cross_host.h); null when the same-host path serves the group.
+    CrossHostComm* cross(c10::DeviceIndex device);
+    // The stream the group's collectives ran on (either path's), after a collective ran.
+    mtiaStream_t groupStream() const { return cross_ ? cross_->stream() : comm_->stream(); }
     // Queues one step on the group's stream: wait until peers are done reading this rank's buffer
     // of the step's parity (two steps ago), fill it, record ready, meet every rank at the store,
     // wait for their ready, consume, record done.
@@ -125,6 +135,7 @@ private:
     c10::intrusive_ptr<c10d::Store> store_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<SameHostComm> comm_;
+    std::unique_ptr<CrossHostComm> cross_;
     uint64_t steps_ = 0;
     std::unique_ptr<PointToPoint> p2p_;  // at the first point-to-point message or all_to_all
 };

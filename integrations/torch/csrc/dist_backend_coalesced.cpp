@@ -41,7 +41,7 @@ MtiaBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputTen
     }
     return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::ALLGATHER_COALESCED,
                                          "mtia:all_gather_coalesced", inputTensors[0].device(),
-                                         comm_->stream(), inputTensors, outputs);
+                                         groupStream(), inputTensors, outputs);
 }
 
 c10::intrusive_ptr<c10d::Work>
@@ -52,7 +52,7 @@ MtiaBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
     for (size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
     return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::COALESCED,
                                          "mtia:all_gather_into_tensor_coalesced",
-                                         inputs[0].device(), comm_->stream(), inputs, outputs);
+                                         inputs[0].device(), groupStream(), inputs, outputs);
 }
 
 c10::intrusive_ptr<c10d::Work>
@@ -63,7 +63,7 @@ MtiaBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
     for (size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
     return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED,
                                          "mtia:reduce_scatter_tensor_coalesced", inputs[0].device(),
-                                         comm_->stream(), inputs, outputs);
+                                         groupStream(), inputs, outputs);
 }
 
 }  // namespace torch_mtia::dist

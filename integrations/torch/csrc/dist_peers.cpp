@@ -24,16 +24,6 @@ std::vector<uint8_t> toBytes(const PeerRecord& record) {
     return {p, p + sizeof record};
 }
 
-std::string hex(const uint8_t* bytes, size_t n) {
-    static const char digits[] = "0123456789abcdef";
-    std::string s;
-    for (size_t i = 0; i < n; ++i) {
-        s += digits[bytes[i] >> 4];
-        s += digits[bytes[i] & 15];
-    }
-    return s;
-}
-
 }  // namespace
 
 size_t stagingBytesFromEnv() {
@@ -103,14 +93,6 @@ SameHostComm::SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int ran
             PeerRecord peer;
             std::memcpy(&peer, bytes.data(), sizeof peer);
             peer.host[sizeof peer.host - 1] = '\0';
-            TORCH_CHECK(std::strcmp(peer.host, self.host) == 0 &&
-                            std::memcmp(peer.machine, self.machine, sizeof self.machine) == 0,
-                        "torch_mtia.distributed: rank ", r, " is on host '", peer.host,
-                        "' machine ", hex(peer.machine, sizeof peer.machine), ", rank ", rank,
-                        " on host '", self.host, "' machine ",
-                        hex(self.machine, sizeof self.machine),
-                        ": the mtia backend supports only ranks on one simulated machine for now "
-                        "(the cross-host path through gloo is not implemented yet)");
             TORCH_CHECK(peer.stagingBytes == stagingBytes_, "torch_mtia.distributed: rank ", r,
                         " stages ", peer.stagingBytes, " bytes per buffer, rank ", rank, " ",
                         stagingBytes_, ": set MTIA_DIST_STAGING_BYTES alike in every process");

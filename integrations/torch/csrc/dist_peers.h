@@ -28,8 +28,9 @@ struct PeerRecord {
     std::array<mtiaIpcEventHandle_t, 2> ready, done;
 };
 
-// The bytes of each staging buffer (slot): MTIA_DIST_STAGING_BYTES, default 4 MiB, rounded down to
-// a multiple of 8. Throws c10::Error naming the variable for a bad value.
+// MTIA_DIST_STAGING_BYTES (default 4 MiB, rounded down to a multiple of 8): the bytes of each
+// staging buffer of both paths. Throws c10::Error naming the variable when it is not a byte count
+// from 64 to 2^34.
 size_t stagingBytesFromEnv();
 
 // This host's identity as peers compare it: the host name and the simulated machine's uuid.
@@ -38,8 +39,9 @@ void describeHost(PeerRecord& record);
 
 // The group's same-host communicator on one device. Construction is collective (every rank of the
 // group must construct it, with the same store) and blocks until all ranks have published their
-// records or timeout passes. Throws c10::Error naming the rank and what failed, e.g. a peer on
-// another host (the cross-host path is not implemented yet) or more ranks than a reduction reads.
+// records or timeout passes. Only for groups on one host and simulated machine (groupSpansHosts in
+// dist_cross_host.h decides). Throws c10::Error naming the rank and what failed, e.g. more ranks
+// than a reduction reads.
 class SameHostComm {
 public:
     SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

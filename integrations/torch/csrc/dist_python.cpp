@@ -19,6 +19,9 @@ void bindDistributed(pybind11::module& m) {
             return c10::make_intrusive<MtiaBackend>(store, rank, size, timeout);
         },
         py::arg("store"), py::arg("rank"), py::arg("world_size"), py::arg("timeout"),
+        // Construction waits for the other ranks at the store (the group's path is decided there)
+        // and may create a gloo backend, which takes the GIL itself.
+        py::call_guard<py::gil_scoped_release>(),
         "The creator of the mtia c10d backend (torch.distributed.Backend.register_backend's "
         "func): store is the group's store, timeout a datetime.timedelta.");
 }

@@ -8,9 +8,11 @@ integration's README says why) runs its collectives on MTIA tensors here, ordere
 current stream as NCCL's are:
 ``wait()`` on the returned work makes the current stream wait, it does not block the host.
 
-For now every rank of a group must use one simulated machine of one host (one device per rank, at most
-8 ranks); the ranks reduce with device kernels straight from each other's device memory (IPC handles
-exchanged through the group's store). Implemented: broadcast, all_reduce (SUM, AVG, PRODUCT, MIN, MAX;
+One device per rank. When every rank of a group uses one simulated machine of one host (at most 8
+ranks), the ranks reduce with device kernels straight from each other's device memory (IPC handles
+exchanged through the group's store); otherwise, or when any rank sets MTIA_DIST_FORCE_CROSS_HOST=1,
+the group stages its tensors through pinned host memory and runs gloo (the README's torch.distributed
+section). Implemented: broadcast, all_reduce (SUM, AVG, PRODUCT, MIN, MAX;
 bool SUM/AVG is or, PRODUCT is and; integer AVG truncates), reduce, all_gather, all_gather_into_tensor,
 all_gather_coalesced, gather, scatter, reduce_scatter, reduce_scatter_tensor, all_to_all_single (equal
 or split sizes, empty splits included), all_to_all (lists), barrier, and the coalesced
