@@ -92,7 +92,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::recv(std::vector<at::Tensor>& tensor
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::recvAnysource(std::vector<at::Tensor>& tensors,
                                                           int tag) {
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recv(tensors, srcRank, tag);
+    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recvAnysource(tensors, tag);
     const at::Tensor& t = p2pOnlyTensor(tensors, "recv");
     return p2p().recv(t, -1, userTag(tag, "recv"));
 }
