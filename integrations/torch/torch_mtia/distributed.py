@@ -4,7 +4,9 @@ Importing torch_mtia imports this module, which registers the backend with
 ``torch.distributed.Backend.register_backend("mtia", ..., devices=["mtia"])``: a process group created
 with ``backend="mtia"`` (or ``"cpu:gloo,mtia:mtia"``, or no backend on a machine whose accelerator is
 mtia) runs its collectives on MTIA tensors here, ordered on the caller's current stream as NCCL's are:
-``wait()`` on the returned work makes the current stream wait, it does not block the host.
+``wait()`` on the returned work makes the current stream wait, it does not block the host
+(``wait(timeout=...)`` does, and raises naming the collective when the timeout passes). A rank that
+dies or does not arrive makes the others raise within the group's timeout with an error naming it.
 
 For now every rank of a group must use one simulated machine of one host (one device per rank, at most
 8 ranks); the ranks reduce with device kernels straight from each other's device memory (IPC handles
