@@ -96,7 +96,40 @@ MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int si
                          std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {}
 
-MtiaBackend::~MtiaBackend() = default;
+MtiaBackend::~MtiaBackend() {
+    closeComm();
+}
+
+// Peers may still have to wait for this rank's last records when it leaves (they queue those
+// waits after the step's barrier, which this rank may have passed long before): an IPC event that
+// is gone fails such a wait. So this rank finishes its queued work, then says how many steps it
+// completed ("left/<rank>"), and only then destroys its events; a peer that finds them gone reads
+// the count to tell a rank that left after the step from one that died in it (waitPeer).
+void MtiaBackend::closeComm() noexcept {
+    std::lock_guard<std::mutex> lock(releaseMu_);
+    if (!comm_ || comm_->stream() == nullptr) return;
+    if (mtiaStreamSynchronize(comm_->stream()) == mtiaSuccess) {
+        try {
+            const std::string done = std::to_string(steps_);
+            store_->set("left/" + std::to_string(rank_),
+                        std::vector<uint8_t>(done.begin(), done.end()));
+        } catch (...) {
+            // The store is gone too: peers then see this rank's events gone and name it.
+        }
+    }
+    comm_->close();
+}
+
+bool MtiaBackend::peerLeftAfter(int r, uint64_t steps) {
+    const std::string key = "left/" + std::to_string(r);
+    try {
+        if (!store_->check({key})) return false;
+        const std::vector<uint8_t> value = store_->get(key);
+        return std::stoull(std::string(value.begin(), value.end())) >= steps;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
 
 void MtiaBackend::checkUsable() const {
     if (!stopped_.load()) return;
@@ -133,8 +166,7 @@ void MtiaBackend::shutdown() {
         }
         stopped_.store(true);
     }
-    std::lock_guard<std::mutex> lock(releaseMu_);
-    if (comm_) comm_->close();
+    closeComm();
 }
 
 void MtiaBackend::abort() {
@@ -270,9 +302,11 @@ void MtiaBackend::awaitBarrier(const std::string& key, uint64_t n, int64_t all) 
     }
 }
 
-void MtiaBackend::waitPeer(SameHostComm& c, mtiaEvent_t event, int r) {
+void MtiaBackend::waitPeer(SameHostComm& c, mtiaEvent_t event, int r, uint64_t steps) {
     const mtiaError_t status = mtiaStreamWaitEvent(c.stream(), event, 0);
     if (status == mtiaErrorInvalidHandle) {
+        // It ended the group after its record completed: nothing to wait for.
+        if (peerLeftAfter(r, steps)) return;
         failGroup(c10d::ErrorType::REMOTE_ERROR,
                   peerFailureMessage(c.liveness(), collective_, steps_, {},
                                      std::chrono::milliseconds(0),
@@ -293,13 +327,13 @@ void MtiaBackend::step(SameHostComm& c, const Fill& fill, const Consume& consume
     checkUsable();
     const int parity = static_cast<int>(steps_ & 1);
     for (int r = 0; r < size_; ++r) {
-        if (r != rank_) waitPeer(c, c.done(r, parity), r);
+        if (r != rank_) waitPeer(c, c.done(r, parity), r, steps_ >= 1 ? steps_ - 1 : 0);
     }
     fill(c.staging(rank_, parity));
     MTIA_CHECK(mtiaEventRecord(c.ready(rank_, parity), c.stream()));
     storeBarrier(steps_);
     for (int r = 0; r < size_; ++r) {
-        if (r != rank_) waitPeer(c, c.ready(r, parity), r);
+        if (r != rank_) waitPeer(c, c.ready(r, parity), r, steps_ + 1);
     }
     consume(parity);
     MTIA_CHECK(mtiaEventRecord(c.done(rank_, parity), c.stream()));

@@ -72,7 +72,9 @@ public:
 
     // destroy_process_group's end of the group: waits for this rank's queued collectives (which
     // never hang on a dead peer: its events' waits end) and releases the staging buffers, IPC
-    // imports and the stream; later collectives raise. Idempotent; not thread-safe against this
+    // imports and the stream, saying first through the store how many steps this rank completed
+    // (so that a slower peer still waiting for its last records does not take the events' end
+    // for a death); later collectives raise. Idempotent; not thread-safe against this
     // group's collectives (c10d calls it from the thread that ran them).
     void shutdown() override;
     // ProcessGroup.abort's end: later collectives raise, and a collective blocked in a step's
@@ -107,9 +109,14 @@ private:
     // The group's stream waits for the caller's current stream. collective names what runs, for
     // errors (nullptr: "collective").
     void joinCaller(SameHostComm& c, const char* collective = nullptr);
-    // The group's stream waits for peer r's event; an event that is gone (its process exited or
-    // ended the group) fails the group naming r.
-    void waitPeer(SameHostComm& c, mtiaEvent_t event, int r);
+    // The group's stream waits for peer r's event, whose record r makes in its step `steps - 1`.
+    // An event that is gone fails the group naming r, unless r left the group cleanly after
+    // completing that many steps.
+    void waitPeer(SameHostComm& c, mtiaEvent_t event, int r, uint64_t steps);
+    // Whether peer r left the group (shutdown or destruction) after completing `steps` steps.
+    bool peerLeftAfter(int r, uint64_t steps);
+    // Finishes this rank's queued work, publishes "left/<rank>" and releases the communicator.
+    void closeComm() noexcept;
     // Records the group's first failure (later collectives raise with it) and throws it.
     [[noreturn]] void failGroup(c10d::ErrorType type, const std::string& message);
     // Raises when the group failed, was aborted or shut down.
