@@ -2,6 +2,7 @@
 
 #include "../kernels/dist_params.h"
 #include "device_kernels.h"
+#include "dist_liveness.h"
 #include "dist_work.h"
 #include "mtia_check.h"
 #include "streams.h"
@@ -70,6 +71,15 @@ void recordOnStream(const std::vector<at::Tensor>& tensors, mtiaStream_t stream)
     }
 }
 
+// How long a barrier waits on the store before it looks at the peers' processes again: a dead
+// peer fails the others within about this long (FileStore's timeouts have a granularity of one
+// second: there, within about a second), while a step whose peers arrive in time pays nothing for
+// it (its one wait returns as soon as the last rank arrives).
+constexpr std::chrono::milliseconds kBarrierSlice{100};
+// Up to this many ranks, each rank adds its own bit to a step's counter, so the counter says who
+// arrived (no store operation more per step); beyond it, a plain count.
+constexpr int kMaskRanks = 62;
+
 }  // namespace
 
 c10::DeviceIndex deviceOf(const std::vector<at::Tensor>& tensors) {
@@ -80,6 +90,15 @@ c10::DeviceIndex deviceOf(const std::vector<at::Tensor>& tensors) {
     return currentDevice();
 }
 
+// Counts the threads inside a step or barrier (where the staging buffers are used), so that
+// abort() on another thread does not release them under a collective's feet. Such a collective
+// raises at its next check instead, and the group's next call (or its end) releases them: not on
+// the way out of the step, where the collective's stream guard still holds the group's stream.
+struct BusyScope {
+    explicit BusyScope(MtiaBackend& b) : backend(b) { backend.busy_.fetch_add(1); }
+    ~BusyScope() { backend.busy_.fetch_sub(1); }
+    MtiaBackend& backend;
+};
 
 MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                          std::chrono::milliseconds timeout)
@@ -91,17 +110,115 @@ MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int si
     }
 }
 
-MtiaBackend::~MtiaBackend() = default;
+MtiaBackend::~MtiaBackend() {
+    closeComm();
+}
+
+// Peers may still have to wait for this rank's last records when it leaves (they queue those
+// waits after the step's barrier, which this rank may have passed long before): an IPC event that
+// is gone fails such a wait. So this rank finishes its queued work, then says how many steps it
+// completed ("left/<rank>"), and only then destroys its events; a peer that finds them gone reads
+// the count to tell a rank that left after the step from one that died in it (waitPeer).
+void MtiaBackend::closeComm() noexcept {
+    std::lock_guard<std::mutex> lock(releaseMu_);
+    if (!comm_ || comm_->stream() == nullptr) return;
+    if (mtiaStreamSynchronize(comm_->stream()) == mtiaSuccess) {
+        try {
+            const std::string done = std::to_string(steps_);
+            store_->set("left/" + std::to_string(rank_),
+                        std::vector<uint8_t>(done.begin(), done.end()));
+        } catch (...) {
+            // The store is gone too: peers then see this rank's events gone and name it.
+        }
+    }
+    comm_->close();
+}
+
+bool MtiaBackend::peerLeftAfter(int r, uint64_t steps) {
+    const std::string key = "left/" + std::to_string(r);
+    try {
+        if (!store_->check({key})) return false;
+        const std::vector<uint8_t> value = store_->get(key);
+        return std::stoull(std::string(value.begin(), value.end())) >= steps;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+void MtiaBackend::checkUsable() const {
+    if (!stopped_.load()) return;
+    std::lock_guard<std::mutex> lock(stateMu_);
+    C10_THROW_ERROR(DistBackendError, failure_);
+}
+
+void MtiaBackend::failGroup(c10d::ErrorType type, const std::string& message) {
+    {
+        std::lock_guard<std::mutex> lock(stateMu_);
+        if (failure_.empty()) {
+            error_ = type;
+            failure_ = message +
+                       " [the process group is broken: every later collective raises; destroy it "
+                       "and create a new one]";
+        }
+        stopped_.store(true);
+    }
+    C10_THROW_ERROR(DistBackendError, message);
+}
+
+void MtiaBackend::releaseIfIdle() {
+    if (busy_.load() != 0) return;
+    std::lock_guard<std::mutex> lock(releaseMu_);
+    if (comm_) comm_->close();
+}
+
+void MtiaBackend::shutdown() {
+    {
+        std::lock_guard<std::mutex> lock(stateMu_);
+        if (failure_.empty()) {
+            failure_ = "torch_mtia.distributed: rank " + std::to_string(rank_) +
+                       ": the process group was shut down (destroy_process_group)";
+        }
+        stopped_.store(true);
+    }
+    closeComm();
+}
+
+void MtiaBackend::abort() {
+    {
+        std::lock_guard<std::mutex> lock(stateMu_);
+        if (failure_.empty()) {
+            error_ = c10d::ErrorType::COMM_ERROR;
+            failure_ = "torch_mtia.distributed: rank " + std::to_string(rank_) +
+                       ": the process group was aborted";
+        }
+        stopped_.store(true);
+    }
+    releaseIfIdle();
+}
+
+c10d::ErrorType MtiaBackend::getError() {
+    std::lock_guard<std::mutex> lock(stateMu_);
+    return error_;
+}
 
 CrossHostComm* MtiaBackend::cross(c10::DeviceIndex device) {
-    if (cross_) cross_->bind(device);
+    if (!cross_) return nullptr;
+    // A group that was shut down, aborted or broken raises on either path.
+    checkUsable();
+    cross_->bind(device);
     return cross_.get();
 }
 
 SameHostComm& MtiaBackend::comm(const at::Tensor& t) {
+    if (stopped_.load()) {
+        releaseIfIdle();
+        checkUsable();
+    }
     const c10::DeviceIndex device = t.device().index();
     if (!comm_) {
-        comm_ = std::make_unique<SameHostComm>(store_, rank_, size_, device, timeout_);
+        auto made = std::make_unique<SameHostComm>(store_, rank_, size_, device, timeout_);
+        std::lock_guard<std::mutex> lock(releaseMu_);
+        comm_ = std::move(made);
     }
     TORCH_CHECK(comm_->device() == device, "torch_mtia.distributed: rank ", rank_,
                 " used mtia:", static_cast<int>(comm_->device()),
@@ -112,7 +229,8 @@ SameHostComm& MtiaBackend::comm(const at::Tensor& t) {
     return *comm_;
 }
 
-void MtiaBackend::joinCaller(SameHostComm& c) {
+void MtiaBackend::joinCaller(SameHostComm& c, const char* collective) {
+    collective_ = collective != nullptr ? collective : "collective";
     DeviceScope scope(c.device());
     mtiaEvent_t event = nullptr;
     MTIA_CHECK(mtiaEventCreateWithFlags(&event, mtiaEventDisableTiming));
@@ -124,11 +242,22 @@ void MtiaBackend::joinCaller(SameHostComm& c) {
 }
 
 void MtiaBackend::storeBarrier(uint64_t n) {
+    checkUsable();
     const std::string key = "step/" + std::to_string(n);
-    if (store_->add(key, 1) == size_) {
-        store_->set(key + "/go", std::vector<uint8_t>{1});
-    } else {
-        store_->wait({key + "/go"}, timeout_);
+    const bool masks = size_ <= kMaskRanks;
+    const int64_t all = masks ? (int64_t{1} << size_) - 1 : size_;
+    try {
+        if (store_->add(key, masks ? int64_t{1} << rank_ : 1) == all) {
+            store_->set(key + "/go", std::vector<uint8_t>{1});
+        } else {
+            awaitBarrier(key, n, all);
+        }
+    } catch (const c10::DistBackendError&) {
+        throw;  // failGroup's
+    } catch (const c10::Error& e) {
+        failGroup(c10d::ErrorType::COMM_ERROR,
+                  peerFailureMessage(comm_->liveness(), collective_, n, {},
+                                     std::chrono::milliseconds(0), e.msg()));
     }
     // Every rank has passed barrier n - 1 to arrive here, so nobody waits on n - 2's keys any more:
     // dropping them keeps the store from growing with every step.
@@ -143,6 +272,72 @@ void MtiaBackend::storeBarrier(uint64_t n) {
     }
 }
 
+void MtiaBackend::awaitBarrier(const std::string& key, uint64_t n, int64_t all) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto elapsed = [&] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    };
+    const PeerLiveness& liveness = comm_->liveness();
+    const bool masks = size_ <= kMaskRanks;
+    for (;;) {
+        const auto left = timeout_ - elapsed();
+        const auto slice = std::clamp(left, std::chrono::milliseconds(1), kBarrierSlice);
+        const auto sliceStart = Clock::now();
+        try {
+            store_->wait({key + "/go"}, slice);
+            return;
+        } catch (const c10::Error& e) {
+            // A timeout (FileStore's is a plain c10::Error, TCPStore's a DistStoreError), or a
+            // store that fails, which answers at once (TCPStore whose server's rank died).
+            if (Clock::now() - sliceStart < slice / 2) {
+                failGroup(c10d::ErrorType::COMM_ERROR,
+                          peerFailureMessage(liveness, collective_, n, {}, elapsed(), e.msg()));
+            }
+        }
+        if (stopped_.load()) checkUsable();  // aborted meanwhile
+        const bool expired = elapsed() >= timeout_;
+        const std::vector<int> gone = liveness.exitedRanks();
+        if (!expired && gone.empty()) continue;
+        const std::vector<uint8_t> counter = store_->get(key);
+        const int64_t arrived = std::stoll(std::string(counter.begin(), counter.end()));
+        // Everyone arrived: the last one died before it said so; the step itself is complete.
+        if (arrived == all) return;
+        std::vector<int> missing;
+        if (masks) {
+            for (int r = 0; r < size_; ++r) {
+                if ((arrived & (int64_t{1} << r)) == 0) missing.push_back(r);
+            }
+        }
+        const bool deadMissing =
+            !masks ? !gone.empty() : std::any_of(gone.begin(), gone.end(), [&](int r) {
+                return (arrived & (int64_t{1} << r)) == 0;
+            });
+        if (deadMissing) {
+            failGroup(c10d::ErrorType::REMOTE_ERROR,
+                      peerFailureMessage(liveness, collective_, n, missing, elapsed()));
+        }
+        if (expired) {
+            failGroup(c10d::ErrorType::TIMEOUT,
+                      peerFailureMessage(liveness, collective_, n, missing, elapsed()));
+        }
+    }
+}
+
+void MtiaBackend::waitPeer(SameHostComm& c, mtiaEvent_t event, int r, uint64_t steps) {
+    const mtiaError_t status = mtiaStreamWaitEvent(c.stream(), event, 0);
+    if (status == mtiaErrorInvalidHandle) {
+        // It ended the group after its record completed: nothing to wait for.
+        if (peerLeftAfter(r, steps)) return;
+        failGroup(c10d::ErrorType::REMOTE_ERROR,
+                  peerFailureMessage(c.liveness(), collective_, steps_, {},
+                                     std::chrono::milliseconds(0),
+                                     c.liveness().describe(r) + "'s IPC event is gone: " +
+                                         describeFailure(status, "mtiaStreamWaitEvent")));
+    }
+    MTIA_CHECK(status);
+}
+
 // Why one store barrier per step is enough: an IPC event shows the exporter's latest record as of
 // the wait (mtia_ipc.h). After barrier k, a peer's ready[k % 2] holds its record of step k (its
 // next record of that event, step k + 2, needs barrier k + 1, which needs this rank). Before
@@ -150,15 +345,17 @@ void MtiaBackend::storeBarrier(uint64_t n) {
 // barrier k - 1, which this rank has passed) and not yet step k's. So each wait sees exactly the
 // record it needs.
 void MtiaBackend::step(SameHostComm& c, const Fill& fill, const Consume& consume) {
+    BusyScope busy(*this);
+    checkUsable();
     const int parity = static_cast<int>(steps_ & 1);
     for (int r = 0; r < size_; ++r) {
-        if (r != rank_) MTIA_CHECK(mtiaStreamWaitEvent(c.stream(), c.done(r, parity), 0));
+        if (r != rank_) waitPeer(c, c.done(r, parity), r, steps_ >= 1 ? steps_ - 1 : 0);
     }
     fill(c.staging(rank_, parity));
     MTIA_CHECK(mtiaEventRecord(c.ready(rank_, parity), c.stream()));
     storeBarrier(steps_);
     for (int r = 0; r < size_; ++r) {
-        if (r != rank_) MTIA_CHECK(mtiaStreamWaitEvent(c.stream(), c.ready(r, parity), 0));
+        if (r != rank_) waitPeer(c, c.ready(r, parity), r, steps_ + 1);
     }
     consume(parity);
     MTIA_CHECK(mtiaEventRecord(c.done(rank_, parity), c.stream()));
@@ -186,7 +383,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& t
     const at::Tensor& t = onlyTensor(tensors, "broadcast");
     const int root = rootOf(opts.rootRank, "broadcast");
     SameHostComm& c = comm(t);
-    joinCaller(c);
+    joinCaller(c, "broadcast");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     const size_t total = t.nbytes();
     char* data = bytesOf(t);
@@ -232,7 +429,7 @@ MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
     }
     SameHostComm& c = comm(tensors[0]);
     for (const at::Tensor& t : tensors) comm(t);
-    joinCaller(c);
+    joinCaller(c, "all_reduce");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     for (const at::Tensor& t : tensors) {
         const size_t es = t.element_size();
@@ -269,7 +466,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at
                     "element count and dtype");
     }
     SameHostComm& c = comm(in);
-    joinCaller(c);
+    joinCaller(c, "all_gather");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     const size_t total = in.nbytes();
     const char* src = bytesOf(in);
@@ -328,7 +525,7 @@ MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
     const int32_t op = kernelOp(opts.reduceOp, "reduce_scatter");
     reducibleDtype(out, "reduce_scatter");
     SameHostComm& c = comm(out);
-    joinCaller(c);
+    joinCaller(c, "reduce_scatter");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     const size_t es = out.element_size();
     // Each step stages the same slice of the input for every rank: slice d goes to rank d.
@@ -390,7 +587,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tens
     const int32_t op = kernelOp(opts.reduceOp, "reduce");
     reducibleDtype(t, "reduce");
     SameHostComm& c = comm(t);
-    joinCaller(c);
+    joinCaller(c, "reduce");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     const size_t es = t.element_size();
     const size_t chunk = c.stagingBytes() / es;
@@ -435,7 +632,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::T
                     "torch_mtia.distributed: gather: only the root takes output tensors");
     }
     SameHostComm& c = comm(in);
-    joinCaller(c);
+    joinCaller(c, "gather");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     const size_t total = in.nbytes();
     const char* src = bytesOf(in);
@@ -480,7 +677,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& out
                     "torch_mtia.distributed: scatter: only the root takes input tensors");
     }
     SameHostComm& c = comm(out);
-    joinCaller(c);
+    joinCaller(c, "scatter");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     // The root stages the same slice of every rank's input per step: slice d for rank d.
     const size_t slice = c.stagingBytes() / static_cast<size_t>(size_);
@@ -523,7 +720,7 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall_base(at::Tensor& output, at
                 "dtype and element count, divisible by the world size (",
                 size_, ")");
     SameHostComm& c = comm(input);
-    joinCaller(c);
+    joinCaller(c, "all_to_all_single");
     c10::StreamGuard guard(toC10Stream(c.stream()));
     // Rank r's d-th block goes to rank d's r-th block; each step stages the same part of every
     // block.
@@ -564,10 +761,16 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::barrier(const c10d::BarrierOptions& 
     } else if (!opts.device_ids.empty()) {
         device = static_cast<c10::DeviceIndex>(opts.device_ids[0]);
     }
+    if (stopped_.load()) {
+        releaseIfIdle();
+        checkUsable();
+    }
     if (CrossHostComm* x = cross(device)) return x->barrier(opts);
     SameHostComm& c =
         comm_ ? *comm_
               : comm(at::empty({0}, at::TensorOptions().device(c10::DeviceType::MTIA, device)));
+    BusyScope busy(*this);
+    collective_ = "barrier";
     MTIA_CHECK(mtiaStreamSynchronize(c.stream()));
     storeBarrier(steps_++);
     return c10::make_intrusive<MtiaWork>(rank_, c10d::OpType::BARRIER, "mtia:barrier",

@@ -7,6 +7,13 @@
 // group (collectives must be called in the same order by every rank). Blocking: each step of a
 // collective (at most MTIA_DIST_STAGING_BYTES of a tensor) waits on the host until every rank has
 // queued it (a barrier through the store), not for the device; barrier() waits for the device.
+//
+// Failures: a rank that does not arrive at a step's barrier within the group's timeout, or whose
+// process on this host exits meanwhile (noticed within about 100 ms; with a FileStore, whose waits
+// time out in whole seconds, about a second), fails the collective on every other rank with
+// c10::DistBackendError naming it (dist_liveness.h); from then on the group is broken: every
+// collective raises at once, naming the first failure (the ranks could otherwise disagree on which
+// steps happened). abort() and shutdown() end the group the same way.
 #pragma once
 
 #include "dist_cross_host.h"
@@ -15,8 +22,11 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 
 namespace torch_mtia::dist {
 
@@ -96,6 +106,25 @@ public:
                                     std::vector<at::Tensor>& inputs,
                                     const c10d::ReduceScatterOptions& opts) override;
 
+    // destroy_process_group's end of the group: waits for this rank's queued collectives (which
+    // never hang on a dead peer: its events' waits end) and releases the staging buffers, IPC
+    // imports and the stream, saying first through the store how many steps this rank completed
+    // (so that a slower peer still waiting for its last records does not take the events' end
+    // for a death); later collectives raise. Idempotent; not thread-safe against this
+    // group's collectives (c10d calls it from the thread that ran them).
+    void shutdown() override;
+    // ProcessGroup.abort's end: later collectives raise, and a collective blocked in a step's
+    // barrier on another thread raises within a barrier slice (100 ms; a second on a FileStore).
+    // The device resources are released now, or, when a collective is inside a step on another
+    // thread, by the group's next call (which raises) or its end. A collective being queued on
+    // another thread outside its steps may raise the runtime's invalid-stream error instead of
+    // "aborted". Thread-safe; never blocks on peers.
+    void abort() override;
+    // SUCCESS, or how the group failed: TIMEOUT (a rank did not arrive within the timeout),
+    // REMOTE_ERROR (a peer exited), COMM_ERROR (the store failed, or the group was aborted).
+    // Thread-safe, non-blocking.
+    c10d::ErrorType getError() override;
+
 private:
     // A step's part: fill writes this rank's staging buffer, consume reads everyone's (both on
     // the group's stream, which is current while they run).
@@ -112,10 +141,29 @@ private:
     // of the step's parity (two steps ago), fill it, record ready, meet every rank at the store,
     // wait for their ready, consume, record done.
     void step(SameHostComm& c, const Fill& fill, const Consume& consume);
-    // Every rank has arrived at barrier number n (through the store; timeout_ applies).
+    // Every rank has arrived at barrier number n (through the store; timeout_ applies). Throws
+    // (and breaks the group) naming the ranks that did not arrive.
     void storeBarrier(uint64_t n);
-    // The group's stream waits for the caller's current stream.
-    void joinCaller(SameHostComm& c);
+    // The part of storeBarrier that waits for the last rank: in slices, checking between them
+    // whether a missing peer's process has exited or the group was aborted.
+    void awaitBarrier(const std::string& key, uint64_t n, int64_t all);
+    // The group's stream waits for the caller's current stream. collective names what runs, for
+    // errors (nullptr: "collective").
+    void joinCaller(SameHostComm& c, const char* collective = nullptr);
+    // The group's stream waits for peer r's event, whose record r makes in its step `steps - 1`.
+    // An event that is gone fails the group naming r, unless r left the group cleanly after
+    // completing that many steps.
+    void waitPeer(SameHostComm& c, mtiaEvent_t event, int r, uint64_t steps);
+    // Whether peer r left the group (shutdown or destruction) after completing `steps` steps.
+    bool peerLeftAfter(int r, uint64_t steps);
+    // Finishes this rank's queued work, publishes "left/<rank>" and releases the communicator.
+    void closeComm() noexcept;
+    // Records the group's first failure (later collectives raise with it) and throws it.
+    [[noreturn]] void failGroup(c10d::ErrorType type, const std::string& message);
+    // Raises when the group failed, was aborted or shut down.
+    void checkUsable() const;
+    // Releases the communicator's device resources unless a thread is inside a step or barrier.
+    void releaseIfIdle();
     // The rank of a root argument, checked against the group.
     int rootOf(int64_t root, const char* collective) const;
     void reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::ScalarType type, int32_t op,
@@ -138,6 +186,16 @@ private:
     std::unique_ptr<CrossHostComm> cross_;
     uint64_t steps_ = 0;
     std::unique_ptr<PointToPoint> p2p_;  // at the first point-to-point message or all_to_all
+
+    const char* collective_ = "collective";  // the collective being queued, for errors
+
+    mutable std::mutex stateMu_;
+    c10d::ErrorType error_ = c10d::ErrorType::SUCCESS;
+    std::string failure_;               // the first failure, or why the group was ended
+    std::atomic<bool> stopped_{false};  // failed, aborted or shut down: collectives raise
+    std::atomic<int> busy_{0};          // threads inside step() or barrier()
+    std::mutex releaseMu_;
+    friend struct BusyScope;
 };
 
 }  // namespace torch_mtia::dist

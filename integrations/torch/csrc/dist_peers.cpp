@@ -39,6 +39,35 @@ size_t stagingBytesFromEnv() {
     return static_cast<size_t>(v & ~uint64_t{7});
 }
 
+namespace {
+
+// Every rank's record, or an error naming the ranks whose record is missing after timeout (they
+// have not reached their first collective of the group, or have died before).
+void waitForRecords(c10d::Store& store, const std::vector<std::string>& keys, int rank,
+                    std::chrono::milliseconds timeout) {
+    try {
+        store.wait(keys, timeout);
+        return;
+    } catch (const c10::Error& e) {
+        std::string missing;
+        for (size_t r = 0; r < keys.size(); ++r) {
+            if (store.check({keys[r]})) continue;
+            missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
+        }
+        if (missing.empty()) return;  // the last one came in meanwhile
+        C10_THROW_ERROR(DistStoreError,
+                        "torch_mtia.distributed: rank " + std::to_string(rank) +
+                            " set up the group's same-host communicator, but " + missing +
+                            " did not publish its record within " +
+                            std::to_string(timeout.count()) +
+                            " ms (not at its first collective of the group yet, or exited) "
+                            "(cause: " +
+                            e.msg() + ")");
+    }
+}
+
+}  // namespace
+
 void describeHost(PeerRecord& record) {
     TORCH_CHECK(gethostname(record.host, sizeof record.host - 1) == 0,
                 "torch_mtia.distributed: gethostname failed: ", std::strerror(errno));
@@ -83,7 +112,9 @@ SameHostComm::SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int ran
         store->set("peer/" + std::to_string(rank), toBytes(self));
         std::vector<std::string> keys;
         for (int r = 0; r < size; ++r) keys.push_back("peer/" + std::to_string(r));
-        store->wait(keys, timeout);
+        waitForRecords(*store, keys, rank, timeout);
+        std::vector<PeerProcess> processes(size);
+        processes[rank] = {self.host, self.pid};
         for (int r = 0; r < size; ++r) {
             if (r == rank) continue;
             const std::vector<uint8_t> bytes = store->get(keys[r]);
@@ -93,6 +124,7 @@ SameHostComm::SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int ran
             PeerRecord peer;
             std::memcpy(&peer, bytes.data(), sizeof peer);
             peer.host[sizeof peer.host - 1] = '\0';
+            processes[r] = {peer.host, peer.pid};
             TORCH_CHECK(peer.stagingBytes == stagingBytes_, "torch_mtia.distributed: rank ", r,
                         " stages ", peer.stagingBytes, " bytes per buffer, rank ", rank, " ",
                         stagingBytes_, ": set MTIA_DIST_STAGING_BYTES alike in every process");
@@ -105,6 +137,7 @@ SameHostComm::SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int ran
                 MTIA_CHECK(mtiaIpcOpenEventHandle(&done_[r][p], peer.done[p]));
             }
         }
+        liveness_ = PeerLiveness(rank, std::move(processes));
     } catch (...) {
         release();
         throw;

@@ -6,6 +6,8 @@
 // buffers and opens their events. Nothing is copied through host memory afterwards.
 #pragma once
 
+#include "dist_liveness.h"
+
 #include <mtia/mtia.h>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -41,7 +43,8 @@ void describeHost(PeerRecord& record);
 // group must construct it, with the same store) and blocks until all ranks have published their
 // records or timeout passes. Only for groups on one host and simulated machine (groupSpansHosts in
 // dist_cross_host.h decides). Throws c10::Error naming the rank and what failed, e.g. more ranks
-// than a reduction reads.
+// than a reduction reads, and c10::DistStoreError naming the ranks that did not publish within
+// timeout.
 class SameHostComm {
 public:
     SameHostComm(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -61,6 +64,12 @@ public:
     // last read of everyone's buffer `parity` (done). Only this rank's own may be recorded here.
     mtiaEvent_t ready(int r, int parity) const { return ready_[r][parity]; }
     mtiaEvent_t done(int r, int parity) const { return done_[r][parity]; }
+    // The peers' processes, as they published them (for errors that name a dead peer).
+    const PeerLiveness& liveness() const { return liveness_; }
+    // Releases the device resources now (waits for this rank's queued work on the stream, which
+    // never hangs: a wait for a dead peer's event ends). Idempotent; afterwards stream() is null.
+    // Not thread-safe against this communicator's other calls.
+    void close() noexcept { release(); }
 
 private:
     int rank_, size_;
@@ -69,6 +78,7 @@ private:
     size_t stagingBytes_ = 0;
     std::vector<std::array<char*, 2>> staging_;
     std::vector<std::array<mtiaEvent_t, 2>> ready_, done_;
+    PeerLiveness liveness_;
     void release() noexcept;
 };
 

@@ -5,13 +5,16 @@
 
 #include <c10/core/StreamGuard.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace torch_mtia::dist {
 
 MtiaWork::MtiaWork(int rank, c10d::OpType type, const char* title, c10::Device device,
                    mtiaStream_t stream, std::vector<at::Tensor> inputs,
                    std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type, title), device_(device), inputs_(std::move(inputs)),
-      outputs_(std::move(outputs)) {
+    : c10d::Work(rank, type, title), rank_(rank), title_(title), device_(device),
+      inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
     DeviceScope scope(device.index());
     MTIA_CHECK(mtiaEventCreateWithFlags(&event_, mtiaEventDisableTiming));
     MTIA_CHECK(mtiaEventRecord(event_, stream));
@@ -27,21 +30,79 @@ MtiaWork::~MtiaWork() {
     if (event_ != nullptr) mtiaEventDestroy(event_);
 }
 
+void MtiaWork::fail(const std::string& message) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!exception_) {
+        try {
+            C10_THROW_ERROR(DistBackendError, message);
+        } catch (...) {
+            exception_ = std::current_exception();
+        }
+    }
+    const std::exception_ptr first = exception_;
+    lock.unlock();
+    std::rethrow_exception(first);
+}
+
+void MtiaWork::rethrowIfFailed() const {
+    std::exception_ptr failure;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        failure = exception_;
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
 bool MtiaWork::isCompleted() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (exception_) return true;
+    }
     const mtiaError_t status = mtiaEventQuery(event_);
     if (status == mtiaErrorNotReady) return false;
-    MTIA_CHECK(status);
+    if (status != mtiaSuccess) {
+        try {
+            fail(std::string("torch_mtia.distributed: rank ") + std::to_string(rank_) + ": " +
+                 title_ + " failed on the device: " + describeFailure(status, "mtiaEventQuery"));
+        } catch (const c10::Error&) {
+            // Kept for exception() and wait(); a query itself does not raise.
+        }
+    }
     return true;
 }
 
 bool MtiaWork::isSuccess() const {
-    return true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return !exception_;
 }
 
-// Like NCCL's Work::wait: the caller's current stream waits for the collective, the host does not.
-// A timeout is not enforced here yet (a peer that never arrives fails the store barrier instead,
-// within the group's timeout).
-bool MtiaWork::wait(std::chrono::milliseconds /*timeout*/) {
+// Polls the event rather than blocking in mtiaEventSynchronize, which has no timeout: from 20 us
+// doubling to 1 ms, so that a short collective returns within a few microseconds of its end.
+bool MtiaWork::wait(std::chrono::milliseconds timeout) {
+    rethrowIfFailed();
+    if (timeout != kNoTimeout) {
+        using Clock = std::chrono::steady_clock;
+        const auto deadline = Clock::now() + timeout;
+        auto pause = std::chrono::microseconds(20);
+        for (;;) {
+            const mtiaError_t status = mtiaEventQuery(event_);
+            if (status == mtiaSuccess) break;
+            if (status != mtiaErrorNotReady) {
+                fail(std::string("torch_mtia.distributed: rank ") + std::to_string(rank_) + ": " +
+                     title_ +
+                     " failed on the device: " + describeFailure(status, "mtiaEventQuery"));
+            }
+            if (Clock::now() >= deadline) {
+                fail(
+                    std::string("torch_mtia.distributed: rank ") + std::to_string(rank_) + ": " +
+                    title_ + " did not complete within " + std::to_string(timeout.count()) +
+                    " ms (Work.wait's timeout): a peer has not done its part on its device yet, or "
+                    "work queued before the collective on this rank's stream has not finished");
+            }
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::microseconds(1000));
+        }
+    }
     synchronize();
     return true;
 }

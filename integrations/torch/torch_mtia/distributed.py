@@ -6,7 +6,9 @@ with ``backend="mtia"`` (or ``"cpu:gloo,mtia:mtia"``, or ``device_id=torch.devic
 backend on a machine whose accelerator is mtia, though DistributedDataParallel then fails: the
 integration's README says why) runs its collectives on MTIA tensors here, ordered on the caller's
 current stream as NCCL's are:
-``wait()`` on the returned work makes the current stream wait, it does not block the host.
+``wait()`` on the returned work makes the current stream wait, it does not block the host
+(``wait(timeout=...)`` does, and raises naming the collective when the timeout passes). A rank that
+dies or does not arrive makes the others raise within the group's timeout with an error naming it.
 
 One device per rank. When every rank of a group uses one simulated machine of one host (at most 8
 ranks), the ranks reduce with device kernels straight from each other's device memory (IPC handles
