@@ -304,6 +304,21 @@ def _worker(scenario, rank, world, port_path):
             raise AssertionError("all_reduce with BAND did not raise")
         dist.all_reduce(t)
 
+        # PREMUL_SUM (FSDP's gradient scaling): each rank's tensor times the factor, summed; a
+        # float factor and a tensor factor; reduce_scatter_tensor leaves its input as it was.
+        x = torch.arange(12, dtype=torch.float32, device=device) + rank
+        host = x.cpu()
+        dist.all_reduce(x, op=dist._make_nccl_premul_sum(0.5))
+        want = sum((torch.arange(12, dtype=torch.float32) + r) * 0.5 for r in range(world))
+        check(x, want, "all_reduce PREMUL_SUM(0.5)")
+        inp = host.to(device).repeat(world)
+        out = torch.empty(12, device=device)
+        factor = torch.tensor([0.25], dtype=torch.float64, device=device)
+        dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(factor))
+        want = sum((torch.arange(12, dtype=torch.float32) + r) * 0.25 for r in range(world))
+        check(out, want, "reduce_scatter_tensor PREMUL_SUM(tensor 0.25)")
+        check(inp, host.repeat(world), "reduce_scatter_tensor PREMUL_SUM's input unchanged")
+
     def check_ddp_gpt(steps=3, global_batch=8):
         # DistributedDataParallel of the GPT-style model (AdamW, as its training test) with small
         # buckets, so that DDP all-reduces several on the device: after a few steps on each rank's

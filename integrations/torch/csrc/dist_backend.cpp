@@ -30,7 +30,66 @@ const at::Tensor& onlyTensor(const std::vector<at::Tensor>& tensors, const char*
     return tensors[0];
 }
 
+const char* reduceOpName(c10d::ReduceOp::RedOpType op) {
+    switch (op) {
+    case c10d::ReduceOp::SUM: return "SUM";
+    case c10d::ReduceOp::AVG: return "AVG";
+    case c10d::ReduceOp::PRODUCT: return "PRODUCT";
+    case c10d::ReduceOp::MIN: return "MIN";
+    case c10d::ReduceOp::MAX: return "MAX";
+    case c10d::ReduceOp::BAND: return "BAND";
+    case c10d::ReduceOp::BOR: return "BOR";
+    case c10d::ReduceOp::BXOR: return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+    default: return "UNUSED";
+    }
+}
+
+// The reductions both paths take (PREMUL_SUM is rewritten to SUM of pre-multiplied tensors before
+// either path sees it); the bitwise ones raise on both alike, as NCCL has none either.
+void checkReduceOp(const c10d::ReduceOp& op, const char* collective) {
+    switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+    case c10d::ReduceOp::AVG:
+    case c10d::ReduceOp::PRODUCT:
+    case c10d::ReduceOp::MIN:
+    case c10d::ReduceOp::MAX:
+    case c10d::ReduceOp::PREMUL_SUM: return;
+    default:
+        TORCH_CHECK(false, "torch_mtia.distributed: ", collective,
+                    ": the mtia backend reduces with SUM, AVG, PRODUCT, MIN, MAX and PREMUL_SUM, "
+                    "not ",
+                    reduceOpName(op.op_), " (NCCL has no bitwise reductions either)");
+    }
+}
+
+bool isPreMulSum(const c10d::ReduceOp& op) {
+    return op.op_ == c10d::ReduceOp::PREMUL_SUM;
+}
+
+// PREMUL_SUM's factor (torch.distributed._make_nccl_premul_sum) as a 0-dim tensor on t's device,
+// to multiply t by on the caller's current stream before a SUM (so that the collective, which
+// joins that stream, reduces the products). Floating tensors only, as the product must keep t's
+// dtype.
+at::Tensor preMulFactor(const c10d::ReduceOp& op, const at::Tensor& t, const char* collective) {
+    const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(op.supplement_.get());
+    TORCH_CHECK(supplement != nullptr, "torch_mtia.distributed: ", collective,
+                ": PREMUL_SUM without its factor (make it with "
+                "torch.distributed._make_nccl_premul_sum)");
+    TORCH_CHECK(at::isFloatingType(t.scalar_type()), "torch_mtia.distributed: ", collective,
+                ": PREMUL_SUM multiplies floating tensors, got ", t.scalar_type());
+    if (supplement->tensor_factor.defined()) {
+        return supplement->tensor_factor.to(t.device(), t.scalar_type()).reshape({});
+    }
+    return at::scalar_tensor(supplement->double_factor, t.options());
+}
+
+c10d::ReduceOp sumOp() {
+    return c10d::ReduceOp(c10d::ReduceOp::SUM);
+}
+
 int32_t kernelOp(const c10d::ReduceOp& op, const char* collective) {
+    checkReduceOp(op, collective);
     switch (op.op_) {
     case c10d::ReduceOp::SUM: return mtiaTorchDistSum;
     case c10d::ReduceOp::AVG: return mtiaTorchDistAvg;
@@ -38,9 +97,9 @@ int32_t kernelOp(const c10d::ReduceOp& op, const char* collective) {
     case c10d::ReduceOp::MIN: return mtiaTorchDistMin;
     case c10d::ReduceOp::MAX: return mtiaTorchDistMax;
     default:
-        TORCH_CHECK(false, "torch_mtia.distributed: ", collective,
-                    ": the mtia backend does not "
-                    "support this reduce op yet (supported: SUM, AVG, PRODUCT, MIN, MAX)");
+        // PREMUL_SUM is rewritten by the collectives' entries before this.
+        TORCH_CHECK(false, "torch_mtia.distributed: ", collective, ": ", reduceOpName(op.op_),
+                    " reached the kernel unrewritten (a torch_mtia bug)");
     }
 }
 
@@ -405,8 +464,16 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& t
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
+    checkReduceOp(opts.reduceOp, "all_reduce");
+    if (isPreMulSum(opts.reduceOp)) {
+        const at::Tensor& t = onlyTensor(tensors, "all_reduce");
+        t.mul_(preMulFactor(opts.reduceOp, t, "all_reduce"));
+        c10d::AllreduceOptions sum = opts;
+        sum.reduceOp = sumOp();
+        return allreduce(tensors, sum);
+    }
     if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce(tensors, opts);
-    onlyTensor(tensors, "allreduce");
+    onlyTensor(tensors, "all_reduce");
     c10d::AllreduceCoalescedOptions coalesced;
     coalesced.reduceOp = opts.reduceOp;
     coalesced.timeout = opts.timeout;
@@ -420,9 +487,19 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& t
 c10::intrusive_ptr<c10d::Work>
 MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                  const c10d::AllreduceCoalescedOptions& opts) {
+    TORCH_CHECK(!tensors.empty(), "torch_mtia.distributed: all_reduce_coalesced: no tensors");
+    checkReduceOp(opts.reduceOp, "all_reduce");
+    if (isPreMulSum(opts.reduceOp)) {
+        for (const at::Tensor& t : tensors) {
+            checkDense(t, "all_reduce", "each tensor");
+            t.mul_(preMulFactor(opts.reduceOp, t, "all_reduce"));
+        }
+        c10d::AllreduceCoalescedOptions sum = opts;
+        sum.reduceOp = sumOp();
+        return allreduce_coalesced(tensors, sum);
+    }
     if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce_coalesced(tensors, opts);
-    TORCH_CHECK(!tensors.empty(), "torch_mtia.distributed: allreduce_coalesced: no tensors");
-    const int32_t op = kernelOp(opts.reduceOp, "allreduce");
+    const int32_t op = kernelOp(opts.reduceOp, "all_reduce");
     for (const at::Tensor& t : tensors) {
         checkDense(t, "allreduce", "each tensor");
         reducibleDtype(t, "allreduce");
@@ -510,6 +587,20 @@ c10::intrusive_ptr<c10d::Work>
 MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                             std::vector<std::vector<at::Tensor>>& inputs,
                             const c10d::ReduceScatterOptions& opts) {
+    checkReduceOp(opts.reduceOp, "reduce_scatter");
+    if (isPreMulSum(opts.reduceOp)) {
+        // The inputs stay as they are: their products go to the collective instead.
+        TORCH_CHECK(inputs.size() == 1, "torch_mtia.distributed: reduce_scatter: expected one "
+                                        "list of input tensors");
+        std::vector<std::vector<at::Tensor>> scaled(1);
+        for (const at::Tensor& i : inputs[0]) {
+            checkDense(i, "reduce_scatter", "each input");
+            scaled[0].push_back(i * preMulFactor(opts.reduceOp, i, "reduce_scatter"));
+        }
+        c10d::ReduceScatterOptions sum = opts;
+        sum.reduceOp = sumOp();
+        return reduce_scatter(outputs, scaled, sum);
+    }
     if (CrossHostComm* x = cross(deviceOf(outputs)))
         return x->reduce_scatter(outputs, inputs, opts);
     const at::Tensor& out = onlyTensor(outputs, "reduce_scatter");
@@ -557,6 +648,14 @@ MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
 c10::intrusive_ptr<c10d::Work>
 MtiaBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                   const c10d::ReduceScatterOptions& opts) {
+    checkReduceOp(opts.reduceOp, "reduce_scatter_tensor");
+    if (isPreMulSum(opts.reduceOp)) {
+        checkDense(input, "reduce_scatter_tensor", "the input");
+        at::Tensor scaled = input * preMulFactor(opts.reduceOp, input, "reduce_scatter_tensor");
+        c10d::ReduceScatterOptions sum = opts;
+        sum.reduceOp = sumOp();
+        return _reduce_scatter_base(output, scaled, sum);
+    }
     if (CrossHostComm* x = cross(deviceOf({input})))
         return x->_reduce_scatter_base(output, input, opts);
     checkDense(input, "_reduce_scatter_base", "the input");
@@ -581,6 +680,21 @@ int MtiaBackend::rootOf(int64_t root, const char* collective) const {
 // (NCCL's reduce).
 c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
+    checkReduceOp(opts.reduceOp, "reduce");
+    if (isPreMulSum(opts.reduceOp)) {
+        // The root reduces into its tensor (multiplied in place first); the others' tensors stay
+        // as they are, their products go to the collective.
+        const at::Tensor& t = onlyTensor(tensors, "reduce");
+        const at::Tensor factor = preMulFactor(opts.reduceOp, t, "reduce");
+        c10d::ReduceOptions sum = opts;
+        sum.reduceOp = sumOp();
+        if (opts.rootRank == rank_) {
+            t.mul_(factor);
+            return reduce(tensors, sum);
+        }
+        std::vector<at::Tensor> scaled{t * factor};
+        return reduce(scaled, sum);
+    }
     if (CrossHostComm* x = cross(deviceOf(tensors))) return x->reduce(tensors, opts);
     const at::Tensor& t = onlyTensor(tensors, "reduce");
     const int root = rootOf(opts.rootRank, "reduce");
