@@ -24,12 +24,10 @@ asserted.
 """
 import argparse
 import ctypes
-import json
 import os
 import platform
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 
@@ -37,6 +35,9 @@ import torch
 
 import torch_mtia  # noqa: F401  (loads libmtia.so)
 from torch_mtia import _autotune_worker, autotune
+
+import bench_report
+from bench_report import publish
 
 WARMUP, REPS = 3, 10
 # The cache flush before each repetition is off by default here: on the simulated device it is a host
@@ -185,11 +186,7 @@ def main():
     rows = {kernel: tuning(kernels, args.reps, kernel) for kernel in ("sleep_us", "spin_us")}
     faults, stats = fault_cost(kernels, args.fault_reps)
     load_after = os.getloadavg()[0]
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
-    except OSError:
-        commit = "?"
+    commit = bench_report.commit()
     results = {"commit": commit, "torch": torch.__version__, "cpus": os.cpu_count(),
                "load_average": [load_before, load_after], "warmup": WARMUP, "repetitions": REPS,
                "flush_cache": FLUSH,
@@ -230,12 +227,7 @@ def main():
                      f"(reference: a good candidate) | {fmt(r['median_s'])} | {fmt(ref)} | "
                      f"{'+' if r['median_s'] >= ref else '-'}{fmt(abs(r['median_s'] - ref))} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        with open(args.out + ".md", "w") as f:
-            f.write(text)
-        with open(args.out + ".json", "w") as f:
-            json.dump(results, f, indent=2)
+    publish(text, results, args.out)
 
 
 if __name__ == "__main__":
