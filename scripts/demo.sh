@@ -45,7 +45,8 @@ echo "open $PLOT in a browser: memory over time by allocation site, the segment 
 
 if ((torch_demo)); then
   mtia_step "run .venv/bin/python -m torch_mtia.demo (PyTorch 2.13 on the simulated device)"
-  PYTHONPATH="$BUILD_DIR/integrations/torch" .venv/bin/python -m torch_mtia.demo --snapshot "$TORCH_SNAPSHOT"
+  # --tune: the model's matrix shapes are tuned once (seconds) and read from the disk cache later.
+  PYTHONPATH="$BUILD_DIR/integrations/torch" .venv/bin/python -m torch_mtia.demo --tune --snapshot "$TORCH_SNAPSHOT"
   mtia_step "mtia-mem summary $TORCH_SNAPSHOT (torch.mtia.snapshot() of the PyTorch demo)"
   "$BUILD_DIR/$MEM" summary "$TORCH_SNAPSHOT"
 fi

@@ -5,11 +5,14 @@
 #   2. CMake ASan+UBSan build in build-asan/ (ctest)
 #   3. CMake TSan build in build-tsan/ (RelWithDebInfo; ctest, last: the run
 #      ends with ctest's summary)
+# check_format reads only the sources: the sanitizer stages leave it to the
+# Meson stage (they run it when MTIA_SKIP_MESON=1).
 # Between 1 and 2, tools/check_build_parity.py compares the configured CMake
 # and Meson builds (libraries, programs, their sources, test names).
 # A plain CMake build adds little to these (the TSan stage is CMake's optimised
 # configuration, the Meson stage the unsanitised one) and cost a quarter of
 # the run, so CI leaves it out.
+# The TSan stage leaves out the op sweeps (ctest label opinfo_sweep): MTIA_TSAN_SWEEPS=1 keeps them.
 # Environment: MTIA_SKIP_SANITIZERS=1 replaces stages 2 and 3 by a plain CMake
 # build in build/, MTIA_SKIP_MESON=1 skips stage 1 (quick local runs);
 # MTIA_JOBS (default 2) sets the parallelism.
@@ -41,6 +44,7 @@ else
 fi
 
 mtia_step_end
+once_only=()
 if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   # Quick local runs: a plain CMake build in build/ instead of the sanitizer builds.
   echo "MTIA_SKIP_SANITIZERS=1: sanitizer stages skipped; a plain CMake build in build/ instead"
@@ -48,6 +52,10 @@ if [[ "${MTIA_SKIP_SANITIZERS:-0}" == 1 ]]; then
   mtia_step "cmake: configure build/"
   mtia_cmake_configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMTIA_TORCH=ON
 else
+  # check_format reads the sources, not the build: the Meson stage runs it, the sanitizer stages
+  # would only repeat it (20 s of a CPU each). Without the Meson stage they run it.
+  once_only=()
+  [[ "${MTIA_SKIP_MESON:-0}" == 1 ]] || once_only=(-E '^check_format$')
   mtia_step "asan+ubsan: configure build-asan/"
   mtia_stage_configure asan
   if [[ "${MTIA_SKIP_MESON:-0}" != 1 ]]; then
@@ -60,7 +68,7 @@ else
   # A caller's own settings come last and win.
   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
-    ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS"
+    ctest --test-dir build-asan --output-on-failure -j "$MTIA_JOBS" "${once_only[@]}"
 
   mtia_step_end
   last=build-tsan
@@ -73,6 +81,10 @@ mtia_step_end
 mtia_print_times
 
 # Last: the run's output ends with ctest's summary (TSAN_OPTIONS matter only to the TSan build).
+# The TSan stage leaves out the op sweeps (label opinfo_sweep, tests/torch/CMakeLists.txt), which the
+# Meson and ASan stages run; MTIA_TSAN_SWEEPS=1 keeps them.
+sweeps=()
+[[ "$last" != build-tsan || "${MTIA_TSAN_SWEEPS:-0}" == 1 ]] || sweeps=(-LE opinfo_sweep)
 mtia_step "cmake: ctest $last/"
 TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}" \
-  ctest --test-dir "$last" --output-on-failure -j "$MTIA_JOBS"
+  ctest --test-dir "$last" --output-on-failure -j "$MTIA_JOBS" "${once_only[@]}" "${sweeps[@]}"

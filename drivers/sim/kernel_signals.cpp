@@ -71,6 +71,8 @@ void chain(int signo, siginfo_t* info, void* context) {
 struct AltStackHeader {
     uint64_t magic;
     KernelTrap** trapSlot;  // &tKernelTrap of the engine thread
+    AltStackHeader* prev;   // the list of live stacks (below)
+    AltStackHeader* next;
 };
 constexpr uint64_t kAltStackMagic = 0x6d7469612d6b7470ull;  // "mtia-ktp"
 
@@ -119,34 +121,42 @@ void install() {
     gInstalled = true;
 }
 
-// The calling engine thread's alternate stack and its mask before any kernel ran.
-struct EngineSignalState {
-    ~EngineSignalState() {
-        if (stack == nullptr) return;
-        // The stack the thread had before (a sanitizer's, which frees it itself), or none.
-        if (previous.ss_sp != nullptr && (previous.ss_flags & SS_DISABLE) == 0) {
-            sigaltstack(&previous, nullptr);
-        } else {
-            stack_t off{};
-            off.ss_flags = SS_DISABLE;
-            sigaltstack(&off, nullptr);
-        }
-        std::free(stack);
-    }
-    void* stack = nullptr;
-    stack_t previous{};
-    sigset_t mask{};
-};
+// Every engine's alternate stack, linked through their headers from a global with no destructor. A
+// thread's stack is otherwise referenced only from its thread-local state, which a forked child
+// does not have (the engines are not forked): there leak checkers would call the parent's stacks
+// lost. Plain pointers and a mutex with a trivial destructor, so that the list outlives static
+// destruction.
+std::mutex gStacksMu;
+AltStackHeader* gStacks = nullptr;
 
-thread_local EngineSignalState tEngine;
+void linkStack(AltStackHeader* h) {
+    std::lock_guard lock(gStacksMu);
+    h->prev = nullptr;
+    h->next = gStacks;
+    if (gStacks != nullptr) gStacks->prev = h;
+    gStacks = h;
+}
+
+void unlinkStack(AltStackHeader* h) {
+    std::lock_guard lock(gStacksMu);
+    if (h->prev != nullptr)
+        h->prev->next = h->next;
+    else
+        gStacks = h->next;
+    if (h->next != nullptr) h->next->prev = h->prev;
+}
+
+// The calling engine thread's signal mask before any kernel ran. Trivial, so that no thread-exit
+// destructor is registered for it.
+thread_local sigset_t tEngineMask;
 
 }  // namespace
 
-void prepareEngineThreadForSignals() noexcept {
+EngineSignals::EngineSignals() noexcept {
     static std::once_flag once;
     std::call_once(once, install);
-    pthread_sigmask(SIG_SETMASK, nullptr, &tEngine.mask);
-    if (!gInstalled || tEngine.stack != nullptr) return;
+    pthread_sigmask(SIG_SETMASK, nullptr, &tEngineMask);
+    if (!gInstalled) return;
     const long minimum = sysconf(_SC_SIGSTKSZ);
     const size_t bytes = std::max<size_t>(minimum > 0 ? static_cast<size_t>(minimum) : 0, 64 << 10);
     void* stack = std::malloc(bytes);
@@ -157,15 +167,30 @@ void prepareEngineThreadForSignals() noexcept {
     stack_t ss{};
     ss.ss_sp = stack;
     ss.ss_size = bytes;
-    if (sigaltstack(&ss, &tEngine.previous) != 0) {
+    if (sigaltstack(&ss, &previous_) != 0) {
         std::free(stack);
         return;
     }
-    tEngine.stack = stack;
+    linkStack(header);
+    stack_ = stack;
+}
+
+EngineSignals::~EngineSignals() {
+    if (stack_ == nullptr) return;
+    // The stack the thread had before (a sanitizer's, which frees it itself), or none.
+    if (previous_.ss_sp != nullptr && (previous_.ss_flags & SS_DISABLE) == 0) {
+        sigaltstack(&previous_, nullptr);
+    } else {
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, nullptr);
+    }
+    unlinkStack(static_cast<AltStackHeader*>(stack_));
+    std::free(stack_);
 }
 
 void restoreEngineSignalMask() noexcept {
-    pthread_sigmask(SIG_SETMASK, &tEngine.mask, nullptr);
+    pthread_sigmask(SIG_SETMASK, &tEngineMask, nullptr);
 }
 
 const char* signalName(int signo) noexcept {

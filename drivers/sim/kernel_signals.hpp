@@ -28,10 +28,11 @@
 //   replaced, as Python's faulthandler does).
 // - Stack overflow inside a kernel is caught (the handler runs on the alternate stack) only where
 //   the engine thread's guard page turns it into a SIGSEGV.
-// - Sanitizers (ASan, TSan) own these signals themselves; see docs/abi.md for what their test
-// stages
-//   skip.
+// - Sanitizers (ASan, TSan) install handlers for these signals too; ours replace theirs when the
+//   first engine starts (docs/abi.md says how the fault tests run under them).
 #pragma once
+
+#include <signal.h>
 
 #include <csetjmp>
 #include <cstdint>
@@ -51,10 +52,23 @@ struct KernelTrap {
 // header of the engine's alternate signal stack, which holds this variable's address.
 extern thread_local KernelTrap* tKernelTrap;
 
-// Installs the process-wide handlers (once) and gives the calling engine thread an alternate
-// signal stack (freed when the thread ends), and remembers its signal mask. Call at engine start.
-// Never throws; failures leave kernels' signals with their old behaviour (logged once to stderr).
-void prepareEngineThreadForSignals() noexcept;
+// An engine thread's signal set-up, for the thread's life (a local of its main function, so that
+// it is undone also when the thread is cancelled): installs the process-wide handlers (once), gives
+// the thread an alternate signal stack and remembers its signal mask; the destructor puts the
+// thread's previous alternate stack back and frees ours. Never throws; failures leave kernels'
+// signals with their old behaviour (logged once to stderr). The stacks are listed in a global, so
+// that a forked child (which has no engine threads) still sees them as reachable memory.
+class EngineSignals {
+public:
+    EngineSignals() noexcept;
+    ~EngineSignals();
+    EngineSignals(const EngineSignals&) = delete;
+    EngineSignals& operator=(const EngineSignals&) = delete;
+
+private:
+    void* stack_ = nullptr;
+    stack_t previous_{};
+};
 
 // After a jump out of a kernel: the engine thread's signal mask as it was before the signal (the
 // handler's mask blocked the signal, and the jump saved no mask).

@@ -247,7 +247,7 @@ void Scheduler::run(std::shared_ptr<Queue> queue) {
 
 void Scheduler::engineMain(int32_t index) {
     tEngineThread = true;
-    prepareEngineThreadForSignals();  // kernels' faults become device faults (kernel_signals.hpp)
+    const EngineSignals signals;  // kernels' faults become device faults (kernel_signals.hpp)
     char name[16];
     snprintf(name, sizeof(name), "mtia-sim%d.%d", device_.index() % 100, index % 100);
     pthread_setname_np(pthread_self(), name);
