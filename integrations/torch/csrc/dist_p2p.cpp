@@ -189,6 +189,7 @@ PointToPoint::~PointToPoint() {
         if (!box) continue;
         for (auto& [op, header] : box->matched) fail(op, why);
     }
+    deliverFailures();
     if (device_ < 0) return;
     DeviceScope scope(device_);
     // Peers may still read this rank's staging buffers: the runtime defers their free until the
@@ -221,8 +222,25 @@ void PointToPoint::fail(Posted& op, const std::string& why) {
         mtiaEventDestroy(op.joined);
         op.joined = nullptr;
     }
-    if (op.work) op.work->failed(p2pError(why));
+    if (op.work) {
+        std::lock_guard<std::mutex> lock(failedMu_);
+        failed_.emplace_back(std::move(op.work), p2pError(why));
+    }
     op.work.reset();
+}
+
+bool PointToPoint::failuresPending() {
+    std::lock_guard<std::mutex> lock(failedMu_);
+    return !failed_.empty();
+}
+
+void PointToPoint::deliverFailures() {
+    std::vector<std::pair<c10::intrusive_ptr<P2PWork>, std::exception_ptr>> failed;
+    {
+        std::lock_guard<std::mutex> lock(failedMu_);
+        failed.swap(failed_);
+    }
+    for (auto& [work, error] : failed) work->failed(error);
 }
 
 void PointToPoint::checkTensor(const at::Tensor& t, const char* what) {
@@ -487,6 +505,13 @@ void PointToPoint::runOutbox(Outbox& box, int dst) {
     std::unique_lock<std::mutex> lock(mutex_);
     try {
         while (!stop_) {
+            if (failuresPending()) {
+                // Re-checks the state after: it may have changed while unlocked.
+                lock.unlock();
+                deliverFailures();
+                lock.lock();
+                continue;
+            }
             const Clock::time_point now = Clock::now();
             Clock::time_point deadline = Clock::time_point::max();
             for (auto it = box.pending.begin(); it != box.pending.end();) {
@@ -503,7 +528,7 @@ void PointToPoint::runOutbox(Outbox& box, int dst) {
                 it = box.pending.erase(it);
             }
             if (box.pending.empty()) {
-                box.cv.wait(lock);
+                if (!failuresPending()) box.cv.wait(lock);
                 continue;
             }
             lock.unlock();
@@ -548,6 +573,8 @@ void PointToPoint::runOutbox(Outbox& box, int dst) {
         for (auto& [id, op] : box.pending) fail(op, box.broken);
         box.pending.clear();
     }
+    if (lock.owns_lock()) lock.unlock();
+    deliverFailures();
 }
 
 // The receiver's side of the pair (src, this rank): reads src's headers while a receive may take
@@ -557,6 +584,13 @@ void PointToPoint::runInbox(Inbox& box, int src) {
     std::unique_lock<std::mutex> lock(mutex_);
     try {
         while (!stop_) {
+            if (failuresPending()) {
+                // Re-checks the state after: it may have changed while unlocked.
+                lock.unlock();
+                deliverFailures();
+                lock.lock();
+                continue;
+            }
             if (!box.matched.empty()) {
                 auto [op, header] = std::move(box.matched.front());
                 box.matched.pop_front();
@@ -592,7 +626,7 @@ void PointToPoint::runInbox(Inbox& box, int src) {
                 it = recvs_.erase(it);
             }
             if (deadline == Clock::time_point::max()) {
-                box.cv.wait(lock);
+                if (!failuresPending()) box.cv.wait(lock);
                 continue;
             }
             lock.unlock();
@@ -623,6 +657,8 @@ void PointToPoint::runInbox(Inbox& box, int src) {
             }
         }
     }
+    if (lock.owns_lock()) lock.unlock();
+    deliverFailures();
 }
 
 }  // namespace torch_mtia::dist

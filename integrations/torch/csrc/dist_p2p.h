@@ -90,7 +90,12 @@ private:
     // As awaitKey, but throws a c10::Error naming peer and what was awaited unless the key came.
     void needKey(const std::string& key, int peer, const char* what);
     std::string key(int src, int dst, const char* what, uint64_t n) const;
+    // Fails op's work. Its future's callbacks are user code that may post more operations (which
+    // take mutex_), so they run later, from deliverFailures(), which the channel threads call with
+    // mutex_ released; fail() itself may be called with or without mutex_ held.
     void fail(Posted& op, const std::string& why);
+    bool failuresPending();
+    void deliverFailures();
     // Matches header from src with the earliest posted receive that takes it (under mutex_).
     bool matchHeader(Inbox& box, int src, const Header& header);
 
@@ -106,6 +111,8 @@ private:
     std::deque<Posted> recvs_;  // posted receives not yet matched, in posting order
     std::vector<std::unique_ptr<Outbox>> out_;
     std::vector<std::unique_ptr<Inbox>> in_;
+    std::mutex failedMu_;  // guards failed_ only; taken inside mutex_ or alone
+    std::vector<std::pair<c10::intrusive_ptr<P2PWork>, std::exception_ptr>> failed_;
 };
 
 }  // namespace torch_mtia::dist
