@@ -13,14 +13,11 @@ DDP construction (it imports torch._dynamo, seconds per rank) would cost as much
 """
 
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-import pytest
 
-WORKER_TIMEOUT_S = 240
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dist_harness import run_ranks, tcp_store  # noqa: E402
 
 FLOATING = ["float32", "float64", "float16", "bfloat16"]
 INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
@@ -28,41 +25,9 @@ INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
 ROOTED = ["float32", "bfloat16", "uint8", "int64"]
 
 
-def _run(world, scenario, extra_env=None, rank_env=None):
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ)
-        env["MTIA_DIST_STAGING_BYTES"] = str(64 * 1024)
-        env.update(extra_env or {})
-        store = os.path.join(tmp, "store_port")
-        # Output to files, not pipes: a rank writing more than a pipe holds would block.
-        logs = [open(os.path.join(tmp, f"rank{rank}.log"), "w+") for rank in range(world)]
-        procs = [
-            subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
-                             env=dict(env, **(rank_env(rank) if rank_env else {})),
-                             stdout=logs[rank], stderr=subprocess.STDOUT)
-            for rank in range(world)
-        ]
-        # A rank that fails leaves the others waiting for it at the store (until the group's
-        # timeout): once one has failed, the rest are stopped.
-        deadline = time.monotonic() + WORKER_TIMEOUT_S
-        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            if any(p.poll() not in (None, 0) for p in procs):
-                break
-            time.sleep(0.1)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        outputs = []
-        for p, log in zip(procs, logs):
-            rc = p.wait()
-            log.seek(0)
-            outputs.append((rc, log.read()))
-            log.close()
-        # Every rank's failure (those stopped after another failed show exit -9).
-        failures = [f"rank {rank} of {world} ({scenario}), exit {rc}:\n{out}"
-                    for rank, (rc, out) in enumerate(outputs)
-                    if rc != 0 or f"rank {rank} ok" not in out]
-        assert not failures, "\n".join(failures)
+def _run(world, scenario, extra_env=None):
+    run_ranks(__file__, world, scenario, dict({"MTIA_DIST_STAGING_BYTES": str(64 * 1024)},
+                                              **(extra_env or {})))
 
 
 def test_two_ranks():
@@ -79,26 +44,6 @@ def test_four_ranks():
 
 # ---- the worker (runs in each rank's process) ----
 
-def _store(rank, world, port_path):
-    # Rank 0 serves a TCPStore on a port the system picks and publishes it in port_path (written
-    # whole, then renamed into place); the others wait for it and connect.
-    import torch.distributed as dist
-
-    if rank == 0:
-        store = dist.TCPStore("127.0.0.1", 0, world, True, wait_for_workers=False)
-        with open(port_path + ".tmp", "w") as f:
-            f.write(str(store.port))
-        os.rename(port_path + ".tmp", port_path)
-        return store
-    deadline = time.monotonic() + WORKER_TIMEOUT_S
-    while not os.path.exists(port_path):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"rank {rank}: rank 0 published no store port in {port_path}")
-        time.sleep(0.05)
-    with open(port_path) as f:
-        return dist.TCPStore("127.0.0.1", int(f.read()), world, False)
-
-
 def _worker(scenario, rank, world, port_path):
     import torch
     import torch.distributed as dist
@@ -106,7 +51,7 @@ def _worker(scenario, rank, world, port_path):
     import torch_mtia  # noqa: F401  (registers the backend)
 
     torch.mtia.set_device(rank)
-    store = _store(rank, world, port_path)
+    store = tcp_store(rank, world, port_path)
     dist.init_process_group("mtia", store=store, rank=rank, world_size=world)
     gloo = dist.new_group(backend="gloo")
     device = torch.device("mtia", rank)

@@ -1,7 +1,7 @@
 """The mtia c10d backend's cross-host path: collectives staged through pinned host memory and run by
 gloo, checked against gloo itself on CPU tensors with the same data.
 
-Two scenarios of two ranks each (fresh interpreters on a FileStore, as test_distributed.py starts
+Two scenarios of two ranks each (fresh interpreters on a TCPStore, as test_distributed.py starts
 them): one machine with MTIA_DIST_FORCE_CROSS_HOST=1 set in one rank only (every rank must follow
 it), and two simulated machines (MTIA_SIM_MACHINE differs per rank), which share no device memory
 and must take the cross-host path by themselves. The staging chunks are made tiny so that the
@@ -9,44 +9,16 @@ larger tensors go through many chunks of the three-buffer pipeline.
 """
 
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-WORKER_TIMEOUT_S = 240
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dist_harness import run_ranks, tcp_store  # noqa: E402
+
 DTYPES = ["float32", "bfloat16", "int16", "uint8", "int64", "bool"]
 
 
 def _run(world, scenario, rank_env):
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, MTIA_DIST_STAGING_BYTES="256")
-        store = os.path.join(tmp, "store")
-        logs = [open(os.path.join(tmp, f"rank{rank}.log"), "w+") for rank in range(world)]
-        procs = [
-            subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
-                             env=dict(env, **rank_env(rank)), stdout=logs[rank],
-                             stderr=subprocess.STDOUT)
-            for rank in range(world)
-        ]
-        # Once one rank has failed the others would wait for it until the group's timeout.
-        deadline = time.monotonic() + WORKER_TIMEOUT_S
-        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            if any(p.poll() not in (None, 0) for p in procs):
-                break
-            time.sleep(0.1)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        failures = []
-        for rank, (p, log) in enumerate(zip(procs, logs)):
-            rc = p.wait()
-            log.seek(0)
-            out = log.read()
-            log.close()
-            if rc != 0 or f"rank {rank} ok" not in out:
-                failures.append(f"rank {rank} of {world} ({scenario}), exit {rc}:\n{out}")
-        assert not failures, "\n".join(failures)
+    run_ranks(__file__, world, scenario, {"MTIA_DIST_STAGING_BYTES": "256"}, rank_env)
 
 
 def test_forced_cross_host():
@@ -72,7 +44,7 @@ def _worker(scenario, rank, world, store_path):
     index = rank if scenario == "forced" else 0
     torch.mtia.set_device(index)
     device = torch.device("mtia", index)
-    store = dist.FileStore(store_path, world)
+    store = tcp_store(rank, world, store_path)
     dist.init_process_group("mtia", store=store, rank=rank, world_size=world)
     gloo = dist.new_group(backend="gloo")
     ops = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT,

@@ -2,48 +2,24 @@
 torch_mtia's c10d backend "mtia" (same-host path), checked against gloo on CPU tensors (or against
 the data itself, which every rank can regenerate, where gloo lacks the operation).
 
-Ranks are fresh interpreters on a FileStore, as in test_distributed.py; the staging slots are
-small (MTIA_DIST_STAGING_BYTES) so that the larger messages take many chunks through both slots.
+Ranks are fresh interpreters on a TCPStore, started as in test_distributed.py (dist_harness); the
+staging slots are small (MTIA_DIST_STAGING_BYTES) so that the larger messages take many chunks
+through both slots.
 """
 
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-WORKER_TIMEOUT_S = 240
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dist_harness import run_ranks, tcp_store  # noqa: E402
+
 STAGING = 64 * 1024
 BIG = 3 * STAGING // 4 + 5  # float32 elements: three chunks and a bit
 
 
 def _run(world, scenario, extra_env=None):
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, MTIA_DIST_STAGING_BYTES=str(STAGING), **(extra_env or {}))
-        store = os.path.join(tmp, "store")
-        logs = [open(os.path.join(tmp, f"rank{rank}.log"), "w+") for rank in range(world)]
-        procs = [subprocess.Popen([sys.executable, __file__, scenario, str(rank), str(world), store],
-                                  env=env, stdout=logs[rank], stderr=subprocess.STDOUT)
-                 for rank in range(world)]
-        # Once one rank failed, the others would wait for it until the group's timeout: stop them.
-        deadline = time.monotonic() + WORKER_TIMEOUT_S
-        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-            if any(p.poll() not in (None, 0) for p in procs):
-                break
-            time.sleep(0.1)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        outputs = []
-        for p, log in zip(procs, logs):
-            rc = p.wait()
-            log.seek(0)
-            outputs.append((rc, log.read()))
-            log.close()
-        failures = [f"rank {rank} of {world} ({scenario}), exit {rc}:\n{out}"
-                    for rank, (rc, out) in enumerate(outputs)
-                    if rc != 0 or f"rank {rank} ok" not in out]
-        assert not failures, "\n".join(failures)
+    run_ranks(__file__, world, scenario, dict({"MTIA_DIST_STAGING_BYTES": str(STAGING)},
+                                              **(extra_env or {})))
 
 
 def test_p2p_two_ranks():
@@ -64,7 +40,7 @@ def _worker(scenario, rank, world, store_path):
     import torch_mtia  # noqa: F401  (registers the backend)
 
     torch.mtia.set_device(rank)
-    store = dist.FileStore(store_path, world)
+    store = tcp_store(rank, world, store_path)
     dist.init_process_group("mtia", store=store, rank=rank, world_size=world)
     gloo = dist.new_group(backend="gloo")
     device = torch.device("mtia", rank)
