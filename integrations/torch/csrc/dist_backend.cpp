@@ -2,6 +2,7 @@
 
 #include "../kernels/dist_params.h"
 #include "device_kernels.h"
+#include "dist_args.h"
 #include "dist_liveness.h"
 #include "dist_work.h"
 #include "mtia_check.h"
@@ -729,22 +730,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::T
     if (CrossHostComm* x = cross(deviceOf(inputs))) return x->gather(outputs, inputs, opts);
     const at::Tensor& in = onlyTensor(inputs, "gather");
     const int root = rootOf(opts.rootRank, "gather");
-    std::vector<at::Tensor> outs;
-    if (rank_ == root) {
-        TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
-                    "torch_mtia.distributed: gather: the root expects one list of ", size_,
-                    " output tensors");
-        outs = outputs[0];
-        for (const at::Tensor& o : outs) {
-            checkDense(o, "gather", "each output");
-            TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
-                        "torch_mtia.distributed: gather: each output must have the input's "
-                        "element count and dtype");
-        }
-    } else {
-        TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
-                    "torch_mtia.distributed: gather: only the root takes output tensors");
-    }
+    const std::vector<at::Tensor> outs =
+        rootList(outputs, rank_ == root, size_, in, "gather", "output", "input", checkDense);
     SameHostComm& c = comm(in);
     joinCaller(c, "gather");
     c10::StreamGuard guard(toC10Stream(c.stream()));
@@ -774,22 +761,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& out
     if (CrossHostComm* x = cross(deviceOf(outputs))) return x->scatter(outputs, inputs, opts);
     const at::Tensor& out = onlyTensor(outputs, "scatter");
     const int root = rootOf(opts.rootRank, "scatter");
-    std::vector<at::Tensor> ins;
-    if (rank_ == root) {
-        TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
-                    "torch_mtia.distributed: scatter: the root expects one list of ", size_,
-                    " input tensors");
-        ins = inputs[0];
-        for (const at::Tensor& i : ins) {
-            checkDense(i, "scatter", "each input");
-            TORCH_CHECK(i.numel() == out.numel() && i.scalar_type() == out.scalar_type(),
-                        "torch_mtia.distributed: scatter: each input must have the output's "
-                        "element count and dtype");
-        }
-    } else {
-        TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
-                    "torch_mtia.distributed: scatter: only the root takes input tensors");
-    }
+    const std::vector<at::Tensor> ins =
+        rootList(inputs, rank_ == root, size_, out, "scatter", "input", "output", checkDense);
     SameHostComm& c = comm(out);
     joinCaller(c, "scatter");
     c10::StreamGuard guard(toC10Stream(c.stream()));

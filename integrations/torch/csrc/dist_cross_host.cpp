@@ -1,6 +1,7 @@
 #include "dist_cross_host.h"
 
 #include "allocator.h"
+#include "dist_args.h"
 #include "dist_peers.h"
 #include "dist_work.h"
 #include "mtia_check.h"
@@ -441,22 +442,9 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::gather(std::vector<std::vector<at:
     const at::Tensor& in = xhost::one(inputs, "gather");
     checkTensor(in, "gather", "the input");
     const int root = rootOf(opts.rootRank, "gather");
-    std::vector<at::Tensor> outs;
-    if (rank_ == root) {
-        TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
-                    "torch_mtia.distributed: gather: the root expects one list of ", size_,
-                    " output tensors");
-        outs = outputs[0];
-        for (const at::Tensor& o : outs) {
-            checkTensor(o, "gather", "each output");
-            TORCH_CHECK(o.nbytes() == in.nbytes() && o.scalar_type() == in.scalar_type(),
-                        "torch_mtia.distributed: gather: each output must have the input's "
-                        "element count and dtype");
-        }
-    } else {
-        TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
-                    "torch_mtia.distributed: gather: only the root takes output tensors");
-    }
+    const std::vector<at::Tensor> outs = rootList(
+        outputs, rank_ == root, size_, in, "gather", "output", "input",
+        [this](const at::Tensor& t, const char* c, const char* w) { checkTensor(t, c, w); });
     DeviceScope scope(device_);
     joinCaller();
     at::Tensor host = download(in);
@@ -480,22 +468,9 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::scatter(std::vector<at::Tensor>& o
     const at::Tensor& out = xhost::one(outputs, "scatter");
     checkTensor(out, "scatter", "the output");
     const int root = rootOf(opts.rootRank, "scatter");
-    std::vector<at::Tensor> ins;
-    if (rank_ == root) {
-        TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
-                    "torch_mtia.distributed: scatter: the root expects one list of ", size_,
-                    " input tensors");
-        ins = inputs[0];
-        for (const at::Tensor& i : ins) {
-            checkTensor(i, "scatter", "each input");
-            TORCH_CHECK(i.nbytes() == out.nbytes() && i.scalar_type() == out.scalar_type(),
-                        "torch_mtia.distributed: scatter: each input must have the output's "
-                        "element count and dtype");
-        }
-    } else {
-        TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
-                    "torch_mtia.distributed: scatter: only the root takes input tensors");
-    }
+    const std::vector<at::Tensor> ins = rootList(
+        inputs, rank_ == root, size_, out, "scatter", "input", "output",
+        [this](const at::Tensor& t, const char* c, const char* w) { checkTensor(t, c, w); });
     DeviceScope scope(device_);
     joinCaller();
     std::vector<std::vector<at::Tensor>> sent;
