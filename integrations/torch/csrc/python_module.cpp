@@ -3,6 +3,7 @@
 // casters.
 #include "autograd_exit.h"
 #include "device_kernels.h"
+#include "dist_python.h"
 #include "fallback_counts.h"
 #include "gemm_configs.h"
 #include "hooks.h"
@@ -126,4 +127,9 @@ PYBIND11_MODULE(_C, m) {
     m.def("_graph_last_created", [] { return MTIAHooks::lastCreatedGraph(); });
     m.def("_graph_destroy", [](int64_t h) { MTIAHooks::get().mtiagraphDestroy(h); });
     m.def("_live_graphs", [] { return MTIAHooks::get().liveGraphs(); });
+
+    // torch_mtia.distributed's backend, where this PyTorch has torch.distributed.
+    if (py::module_::import("torch.distributed").attr("is_available")().cast<bool>()) {
+        dist::bindDistributed(m);
+    }
 }

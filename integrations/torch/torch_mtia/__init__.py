@@ -23,7 +23,7 @@ import torch
 
 from . import _C, _graphs, memory
 
-__all__ = ["memory", "fallback_counts", "reset_fallback_counts", "device_operators",
+__all__ = ["memory", "distributed", "fallback_counts", "reset_fallback_counts", "device_operators",
            "is_current_stream_capturing", "show_config", "stream_priority_range"]
 
 _C._set_kernel_module(os.path.join(os.path.dirname(__file__), "libmtia_torch_kernels.so"))
@@ -46,6 +46,8 @@ else:
     torch.mtia._queued_calls.append((_install_generators, traceback.format_stack()))
 
 _graphs.install()
+
+from . import distributed  # noqa: E402  (registers the c10d backend "mtia")
 
 
 def _load_gemm_choices():
