@@ -308,6 +308,14 @@ def _worker(scenario, rank, world, port_path):
         check_collectives(FLOATING + INTEGRAL, multi_step=160 * 1024)
         # Many steps through the two staging buffers in turn.
         check_allreduce("float32", 1024 * 1024 // 4 + 5, salt=99)
+        # The largest size the issue names, 64 MiB and 3 elements more (not divisible by the
+        # world size): 1025 steps of 64 KiB, SUM against gloo.
+        n = 16 * 1024 * 1024 + 3
+        ref = reference(data, torch.float32, n, 97, "sum")
+        t = data(torch.float32, n, 97).to(device)
+        dist.all_reduce(t)
+        check(t, ref, "all_reduce sum float32 64 MiB + 12 B")
+        del t, ref
         check_streams()
         dist.barrier()
     elif scenario == "four":

@@ -26,6 +26,13 @@ def test_forced_cross_host():
     _run(2, "forced", lambda rank: {"MTIA_DIST_FORCE_CROSS_HOST": "1"} if rank == 1 else {})
 
 
+def test_forced_cross_host_four_ranks():
+    # Four ranks on a four-device machine of their own; rank 2 alone asks for the path.
+    machine = os.environ.get("MTIA_SIM_MACHINE", "default") + "-xh4"
+    _run(4, "forced", lambda rank: dict({"MTIA_SIM_DEVICES": "4", "MTIA_SIM_MACHINE": machine},
+                                        **({"MTIA_DIST_FORCE_CROSS_HOST": "1"} if rank == 2 else {})))
+
+
 def test_ranks_on_two_machines():
     base = os.environ.get("MTIA_SIM_MACHINE", "default")
     _run(2, "two_machines", lambda rank: {"MTIA_SIM_MACHINE": f"{base}-x{rank}",
