@@ -204,20 +204,25 @@ def _worker(scenario, rank, world, store_path):
 
     def check_p2p():
         # send/recv by tag, recv from any source, all_to_all of lists of uneven sizes.
-        peer = 1 - rank
+        # A ring (one pair both ways on two ranks): each rank sends to the next without blocking,
+        # then receives from the previous one, by tag.
+        nxt, prv = (rank + 1) % world, (rank - 1) % world
         for dtype_name in ("float32", "int16", "bool"):
             dtype = getattr(torch, dtype_name)
             got = torch.zeros(300, dtype=dtype, device=device)
-            for sender in (0, 1):
-                if rank == sender:
-                    dist.send(data(dtype, 300, 61 + sender).to(device), peer, tag=5 + sender)
-                else:
-                    dist.recv(got, peer, tag=5 + sender)
-                    check(got, data(dtype, 300, 61 + sender, peer), f"recv {dtype_name}")
+            sent = dist.isend(data(dtype, 300, 61).to(device), nxt, tag=5)
+            dist.recv(got, prv, tag=5)
+            sent.wait()
+            check(got, data(dtype, 300, 61, prv), f"recv {dtype_name}")
+        # Every other rank sends to rank 0, which receives from any source: each sender once.
         if rank == 0:
-            got = torch.zeros(7, device=device)
-            assert dist.recv(got) == 1
-            check(got, data(torch.float32, 7, 63, 1), "recv from any source")
+            seen = set()
+            for _ in range(world - 1):
+                got = torch.zeros(7, device=device)
+                src = dist.recv(got)
+                check(got, data(torch.float32, 7, 63, src), f"recv from any source ({src})")
+                seen.add(src)
+            assert seen == set(range(1, world)), seen
         else:
             dist.send(data(torch.float32, 7, 63).to(device), 0)
         ins = [data(torch.int64, rank + d + 1, 70 + d).to(device) for d in range(world)]

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 
 namespace torch_mtia::dist {
@@ -90,6 +91,57 @@ public:
 
 private:
     int source_;
+};
+
+// A point-to-point operation of the cross-host path: gloo moves the pinned host copy while the
+// caller goes on, as isend and irecv must (a ring of blocking sends would deadlock). The first
+// wait() or isCompleted() that finds gloo done runs complete(source) once: it queues what remains
+// on the device (a receive's copy back) and returns the device side's MtiaWork, whose wait() then
+// orders the caller's current stream after it (NCCL's semantics). Thread-safe.
+class StagedP2PWork final : public c10d::Work {
+public:
+    using Complete = std::function<c10::intrusive_ptr<c10d::Work>(int source)>;
+    // source: the peer of a receive from a known rank, -1 for a send or a receive from any rank.
+    StagedP2PWork(int rank, c10d::OpType type, int source, c10::intrusive_ptr<c10d::Work> gloo,
+                  at::Tensor host, Complete complete)
+        : c10d::Work(rank, type), source_(source), gloo_(std::move(gloo)), host_(std::move(host)),
+          complete_(std::move(complete)) {}
+
+    bool isCompleted() override {
+        if (!gloo_->isCompleted()) return false;
+        return device()->isCompleted();
+    }
+    bool isSuccess() const override { return gloo_->isSuccess(); }
+    bool wait(std::chrono::milliseconds timeout = kNoTimeout) override {
+        gloo_->wait(timeout);
+        return device()->wait(timeout);
+    }
+    void synchronize() override { wait(); }
+    int sourceRank() const override {
+        if (source_ >= 0) return source_;
+        // gloo knows the sender of a receive from any rank; for a send, c10d's own error.
+        return retrieveOpType() == c10d::OpType::RECVANYSOURCE ? gloo_->sourceRank()
+                                                               : c10d::Work::sourceRank();
+    }
+    std::vector<at::Tensor> result() override { return device()->result(); }
+
+private:
+    // The device side, made once gloo is done (its errors raise from here).
+    c10::intrusive_ptr<c10d::Work> device() {
+        std::lock_guard<std::mutex> lock(deviceMu_);
+        if (!device_) {
+            device_ = complete_(retrieveOpType() == c10d::OpType::SEND ? -1 : sourceRank());
+            host_ = at::Tensor();  // the copies that read it are queued before device_'s event
+        }
+        return device_;
+    }
+
+    int source_;
+    c10::intrusive_ptr<c10d::Work> gloo_;
+    at::Tensor host_;  // the pinned copy gloo reads or writes
+    Complete complete_;
+    std::mutex deviceMu_;
+    c10::intrusive_ptr<c10d::Work> device_;
 };
 
 }  // namespace xhost
@@ -651,8 +703,14 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::send(std::vector<at::Tensor>& tens
     joinCaller();
     std::vector<at::Tensor> host{download(t)};
     waitCopies();
-    gloo_->send(host, dstRank, tag)->wait();
-    return finish(c10d::OpType::SEND, "mtia:send", tensors, {});
+    c10::intrusive_ptr<c10d::Work> sent = gloo_->send(host, dstRank, tag);
+    return c10::make_intrusive<xhost::StagedP2PWork>(
+        rank_, c10d::OpType::SEND, -1, std::move(sent), host[0],
+        [rank = rank_, device = device_, stream = stream_, kept = tensors](int) {
+            return c10::make_intrusive<MtiaWork>(rank, c10d::OpType::SEND, "mtia:send",
+                                                 c10::Device(c10::DeviceType::MTIA, device), stream,
+                                                 kept, std::vector<at::Tensor>{});
+        });
 }
 
 c10::intrusive_ptr<c10d::Work> CrossHostComm::recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -667,9 +725,28 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::recv(std::vector<at::Tensor>& tens
     std::vector<at::Tensor> host{xhost::pinnedBytes(t.nbytes())};
     // The copy back must follow the caller's queued work on t (joined above); gloo may write the
     // new buffer at once.
-    gloo_->recv(host, srcRank, tag)->wait();
-    upload(t, host[0]);
-    return finish(c10d::OpType::RECV, "mtia:recv", {}, tensors);
+    c10::intrusive_ptr<c10d::Work> got = gloo_->recv(host, srcRank, tag);
+    return c10::make_intrusive<xhost::StagedP2PWork>(rank_, c10d::OpType::RECV, srcRank,
+                                                     std::move(got), host[0],
+                                                     uploadLater(t, host[0], tensors));
+}
+
+// What a staged receive does once gloo is done: t's copy back from host on the group's stream,
+// and the device side's work (recording the source for recvAnysource). Captures by value: the
+// work may be waited after the call that made it returned.
+std::function<c10::intrusive_ptr<c10d::Work>(int)>
+CrossHostComm::uploadLater(const at::Tensor& t, const at::Tensor& host,
+                           const std::vector<at::Tensor>& tensors) {
+    return [rank = rank_, device = device_, stream = stream_, t, host, kept = tensors](int source) {
+        DeviceScope scope(device);
+        if (t.nbytes() != 0) {
+            MTIA_CHECK(mtiaMemcpyAsync(t.data_ptr(), host.data_ptr(), t.nbytes(),
+                                       mtiaMemcpyHostToDevice, stream));
+        }
+        xhost::keepOnStream(kept, stream);
+        return c10::make_intrusive<xhost::RecvWork>(
+            rank, c10::Device(c10::DeviceType::MTIA, device), stream, kept, source);
+    };
 }
 
 c10::intrusive_ptr<c10d::Work> CrossHostComm::recvAnysource(std::vector<at::Tensor>& tensors,
@@ -680,12 +757,9 @@ c10::intrusive_ptr<c10d::Work> CrossHostComm::recvAnysource(std::vector<at::Tens
     joinCaller();
     std::vector<at::Tensor> host{xhost::pinnedBytes(t.nbytes())};
     c10::intrusive_ptr<c10d::Work> got = gloo_->recvAnysource(host, tag);
-    got->wait();
-    const int source = got->sourceRank();
-    upload(t, host[0]);
-    xhost::keepOnStream(tensors, stream_);
-    return c10::make_intrusive<xhost::RecvWork>(rank_, c10::Device(c10::DeviceType::MTIA, device_),
-                                                stream_, tensors, source);
+    return c10::make_intrusive<xhost::StagedP2PWork>(rank_, c10d::OpType::RECVANYSOURCE, -1,
+                                                     std::move(got), host[0],
+                                                     uploadLater(t, host[0], tensors));
 }
 
 }  // namespace torch_mtia::dist

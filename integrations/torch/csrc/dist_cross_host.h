@@ -12,7 +12,10 @@
 // the caller's current stream, and the Work's event follows the copies back to the device. Unlike
 // the same-host path, the calling thread blocks until gloo has finished (the device-to-host copies
 // it waits for include the caller's queued work); only the last copies back may still be queued
-// when a collective returns.
+// when a collective returns. Point-to-point is the exception: send, recv and recvAnysource return
+// once the device-to-host copy (send) is done and gloo has the message in hand, and gloo moves it
+// while the caller goes on (isend/irecv rings must not block); wait() waits for gloo, queues a
+// receive's copy back, then orders the caller's current stream after it.
 //
 // Thread safety: one thread per group at a time (c10d's rule for a group's calls). None of these
 // is legal during graph capture (the host waits for the device). Errors raise c10::Error naming
@@ -124,6 +127,11 @@ private:
     at::Tensor download(const at::Tensor& t);
     void upload(const at::Tensor& dst, const at::Tensor& host);
     void waitCopies();
+    // What a receive does once gloo has filled host: t's copy back on the group's stream, and the
+    // device side's work (its sourceRank the source it is given).
+    std::function<c10::intrusive_ptr<c10d::Work>(int source)>
+    uploadLater(const at::Tensor& t, const at::Tensor& host,
+                const std::vector<at::Tensor>& tensors);
     c10::intrusive_ptr<c10d::Work> finish(c10d::OpType type, const char* title,
                                           std::vector<at::Tensor> inputs,
                                           std::vector<at::Tensor> outputs);
