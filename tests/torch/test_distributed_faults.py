@@ -178,8 +178,11 @@ def _worker(scenario, rank, world, store_path):
         ref = host.clone()
         dist.all_reduce(ref, group=gloo)
         t = host.to(device)
+        # Both ranks leave the barrier together, so that rank 1's device still sleeps when rank
+        # 0 waits, however slowly rank 0 got here (a second's skew is common under TSan).
+        dist.barrier(group=gloo)
         if rank == 1:
-            torch_mtia._C.sleep_on_stream(1_000_000)
+            torch_mtia._C.sleep_on_stream(3_000_000)
         work = dist.all_reduce(t, async_op=True)
         if rank == 0:
             _expect_raise(lambda: work.wait(timeout=timedelta(milliseconds=100)),
