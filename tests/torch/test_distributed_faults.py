@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 WORKER_TIMEOUT_S = 240
 GROUP_TIMEOUT_S = 10
 
@@ -85,14 +87,16 @@ class _Ranks:
         assert all(d["memory_used_bytes"] == 0 for d in devices), smi.stdout
 
 
-def test_peer_killed_during_all_reduce():
+@pytest.mark.parametrize("path", ["same_host", "cross_host"])
+def test_peer_killed_during_all_reduce(path):
     # Three ranks on a machine of their own with four devices; rank 1 dies: both survivors (rank 0
-    # among them) must name it.
+    # among them) must name it, on either path (cross-host: gloo's error names only an address).
     machine = os.environ.get("MTIA_SIM_MACHINE", "default") + "-faults3"
     with tempfile.TemporaryDirectory() as tmp:
         ranks = _Ranks(3, "killed_in_all_reduce", tmp,
                        {"MTIA_SIM_DEVICES": "4", "MTIA_SIM_MACHINE": machine,
-                        "MTIA_DIST_STAGING_BYTES": "4096"})
+                        "MTIA_DIST_STAGING_BYTES": "4096",
+                        "MTIA_DIST_FORCE_CROSS_HOST": "1" if path == "cross_host" else "0"})
         for r in range(3):
             ranks.wait_for(r, f"rank {r} looping")
         ranks.procs[1].send_signal(signal.SIGKILL)
@@ -162,8 +166,9 @@ def _worker(scenario, rank, world, store_path):
             failure = e
         error = str(failure)
         say(f"raised: {error}")
-        assert "all_reduce step" in error and "rank 1 (pid" in error and "has exited" in error, \
-            error
+        cross_host = os.environ["MTIA_DIST_FORCE_CROSS_HOST"] == "1"
+        step = "allreduce step" if cross_host else "all_reduce step"
+        assert step in error and "rank 1 (pid" in error and "has exited" in error, error
         assert isinstance(failure, dist.DistBackendError), type(failure)
         # The group is broken: the next collective raises at once, naming the first failure.
         _expect_raise(lambda: dist.all_reduce(t), "process group is broken", "rank 1 (pid")

@@ -165,8 +165,10 @@ MtiaBackend::MtiaBackend(c10::intrusive_ptr<c10d::Store> store, int rank, int si
     : c10d::Backend(rank, size), store_(std::move(store)), timeout_(timeout) {
     // Here, not at the first collective: every rank constructs the backend (init_process_group,
     // new_group), while a first send or recv would involve only two of them.
-    if (groupSpansHosts(store_, rank_, size_, timeout_)) {
+    std::vector<PeerProcess> processes;
+    if (groupSpansHosts(store_, rank_, size_, timeout_, &processes)) {
         cross_ = std::make_unique<CrossHostComm>(store_, rank_, size_, timeout_);
+        crossLiveness_ = PeerLiveness(rank_, std::move(processes));
     }
 }
 
@@ -439,7 +441,8 @@ void MtiaBackend::reduceInto(SameHostComm& c, int parity, size_t srcOffset, at::
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                       const c10d::BroadcastOptions& opts) {
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->broadcast(tensors, opts);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("broadcast", [&] { return x->broadcast(tensors, opts); });
     const at::Tensor& t = onlyTensor(tensors, "broadcast");
     const int root = rootOf(opts.rootRank, "broadcast");
     SameHostComm& c = comm(t);
@@ -473,7 +476,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allreduce(std::vector<at::Tensor>& t
         sum.reduceOp = sumOp();
         return allreduce(tensors, sum);
     }
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce(tensors, opts);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("allreduce", [&] { return x->allreduce(tensors, opts); });
     onlyTensor(tensors, "all_reduce");
     c10d::AllreduceCoalescedOptions coalesced;
     coalesced.reduceOp = opts.reduceOp;
@@ -499,7 +503,9 @@ MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
         sum.reduceOp = sumOp();
         return allreduce_coalesced(tensors, sum);
     }
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->allreduce_coalesced(tensors, opts);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("allreduce_coalesced",
+                         [&] { return x->allreduce_coalesced(tensors, opts); });
     const int32_t op = kernelOp(opts.reduceOp, "all_reduce");
     for (const at::Tensor& t : tensors) {
         checkDense(t, "allreduce", "each tensor");
@@ -532,7 +538,8 @@ MtiaBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
 c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                       std::vector<at::Tensor>& inputs,
                                                       const c10d::AllgatherOptions& opts) {
-    if (CrossHostComm* x = cross(deviceOf(inputs))) return x->allgather(outputs, inputs, opts);
+    if (CrossHostComm* x = cross(deviceOf(inputs)))
+        return crossCall("allgather", [&] { return x->allgather(outputs, inputs, opts); });
     const at::Tensor& in = onlyTensor(inputs, "allgather");
     TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
                 "torch_mtia.distributed: allgather: expected one list of ", size_,
@@ -567,7 +574,9 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::allgather(std::vector<std::vector<at
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                             const c10d::AllgatherOptions& opts) {
-    if (CrossHostComm* x = cross(deviceOf({input}))) return x->_allgather_base(output, input, opts);
+    if (CrossHostComm* x = cross(deviceOf({input})))
+        return crossCall("_allgather_base",
+                         [&] { return x->_allgather_base(output, input, opts); });
     checkDense(input, "_allgather_base", "the input");
     checkDense(output, "_allgather_base", "the output");
     TORCH_CHECK(output.numel() == input.numel() * size_ &&
@@ -603,7 +612,8 @@ MtiaBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
         return reduce_scatter(outputs, scaled, sum);
     }
     if (CrossHostComm* x = cross(deviceOf(outputs)))
-        return x->reduce_scatter(outputs, inputs, opts);
+        return crossCall("reduce_scatter",
+                         [&] { return x->reduce_scatter(outputs, inputs, opts); });
     const at::Tensor& out = onlyTensor(outputs, "reduce_scatter");
     TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
                 "torch_mtia.distributed: reduce_scatter: expected one list of ", size_,
@@ -658,7 +668,8 @@ MtiaBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
         return _reduce_scatter_base(output, scaled, sum);
     }
     if (CrossHostComm* x = cross(deviceOf({input})))
-        return x->_reduce_scatter_base(output, input, opts);
+        return crossCall("_reduce_scatter_base",
+                         [&] { return x->_reduce_scatter_base(output, input, opts); });
     checkDense(input, "_reduce_scatter_base", "the input");
     checkDense(output, "_reduce_scatter_base", "the output");
     TORCH_CHECK(input.numel() == output.numel() * size_ &&
@@ -696,7 +707,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tens
         std::vector<at::Tensor> scaled{t * factor};
         return reduce(scaled, sum);
     }
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->reduce(tensors, opts);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("reduce", [&] { return x->reduce(tensors, opts); });
     const at::Tensor& t = onlyTensor(tensors, "reduce");
     const int root = rootOf(opts.rootRank, "reduce");
     const int32_t op = kernelOp(opts.reduceOp, "reduce");
@@ -727,7 +739,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::reduce(std::vector<at::Tensor>& tens
 c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                    std::vector<at::Tensor>& inputs,
                                                    const c10d::GatherOptions& opts) {
-    if (CrossHostComm* x = cross(deviceOf(inputs))) return x->gather(outputs, inputs, opts);
+    if (CrossHostComm* x = cross(deviceOf(inputs)))
+        return crossCall("gather", [&] { return x->gather(outputs, inputs, opts); });
     const at::Tensor& in = onlyTensor(inputs, "gather");
     const int root = rootOf(opts.rootRank, "gather");
     const std::vector<at::Tensor> outs =
@@ -758,7 +771,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::gather(std::vector<std::vector<at::T
 c10::intrusive_ptr<c10d::Work> MtiaBackend::scatter(std::vector<at::Tensor>& outputs,
                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                     const c10d::ScatterOptions& opts) {
-    if (CrossHostComm* x = cross(deviceOf(outputs))) return x->scatter(outputs, inputs, opts);
+    if (CrossHostComm* x = cross(deviceOf(outputs)))
+        return crossCall("scatter", [&] { return x->scatter(outputs, inputs, opts); });
     const at::Tensor& out = onlyTensor(outputs, "scatter");
     const int root = rootOf(opts.rootRank, "scatter");
     const std::vector<at::Tensor> ins =
@@ -795,7 +809,9 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall_base(at::Tensor& output, at
                                                           std::vector<int64_t>& inputSplitSizes,
                                                           const c10d::AllToAllOptions& opts) {
     if (CrossHostComm* x = cross(deviceOf({input})))
-        return x->alltoall_base(output, input, outputSplitSizes, inputSplitSizes, opts);
+        return crossCall("alltoall_base", [&] {
+            return x->alltoall_base(output, input, outputSplitSizes, inputSplitSizes, opts);
+        });
     checkDense(input, "all_to_all_single", "the input");
     checkDense(output, "all_to_all_single", "the output");
     if (!outputSplitSizes.empty() || !inputSplitSizes.empty()) {
@@ -852,7 +868,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::barrier(const c10d::BarrierOptions& 
         releaseIfIdle();
         checkUsable();
     }
-    if (CrossHostComm* x = cross(device)) return x->barrier(opts);
+    if (CrossHostComm* x = cross(device))
+        return crossCall("barrier", [&] { return x->barrier(opts); });
     SameHostComm& c =
         comm_ ? *comm_
               : comm(at::empty({0}, at::TensorOptions().device(c10::DeviceType::MTIA, device)));

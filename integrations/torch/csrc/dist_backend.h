@@ -160,6 +160,21 @@ private:
     void closeComm() noexcept;
     // Records the group's first failure (later collectives raise with it) and throws it.
     [[noreturn]] void failGroup(c10d::ErrorType type, const std::string& message);
+    // Runs a collective on the cross-host path. When it fails and a peer on this host has exited
+    // (gloo says only "Connection closed by peer <address>"), the group breaks with an error that
+    // names the rank (failGroup); other errors (bad arguments, a peer on another host) pass
+    // through.
+    template <typename F>
+    c10::intrusive_ptr<c10d::Work> crossCall(const char* collective, F&& run) {
+        ++crossCalls_;
+        try {
+            return run();
+        } catch (const std::exception& e) {
+            if (crossLiveness_.exitedRanks().empty()) throw;
+            failGroup(c10d::ErrorType::REMOTE_ERROR,
+                      explainCollectiveError(crossLiveness_, collective, crossCalls_, e));
+        }
+    }
     // Raises when the group failed, was aborted or shut down.
     void checkUsable() const;
     // Releases the communicator's device resources unless a thread is inside a step or barrier.
@@ -184,6 +199,8 @@ private:
     std::chrono::milliseconds timeout_;
     std::unique_ptr<SameHostComm> comm_;
     std::unique_ptr<CrossHostComm> cross_;
+    PeerLiveness crossLiveness_;  // the cross-host group's same-host peers
+    uint64_t crossCalls_ = 0;     // collectives run on the cross-host path (named in errors)
     uint64_t steps_ = 0;
     std::unique_ptr<PointToPoint> p2p_;  // at the first point-to-point message or all_to_all
 

@@ -76,14 +76,16 @@ PointToPoint& MtiaBackend::p2p() {
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::send(std::vector<at::Tensor>& tensors, int dstRank,
                                                  int tag) {
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->send(tensors, dstRank, tag);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("send", [&] { return x->send(tensors, dstRank, tag); });
     const at::Tensor& t = p2pOnlyTensor(tensors, "send");
     return p2p().send(t, dstRank, userTag(tag, "send"));
 }
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::recv(std::vector<at::Tensor>& tensors, int srcRank,
                                                  int tag) {
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recv(tensors, srcRank, tag);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("recv", [&] { return x->recv(tensors, srcRank, tag); });
     const at::Tensor& t = p2pOnlyTensor(tensors, "recv");
     TORCH_CHECK(srcRank >= 0, "torch_mtia.distributed: recv: source rank ", srcRank,
                 " is not in the group of ", size_);
@@ -92,7 +94,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::recv(std::vector<at::Tensor>& tensor
 
 c10::intrusive_ptr<c10d::Work> MtiaBackend::recvAnysource(std::vector<at::Tensor>& tensors,
                                                           int tag) {
-    if (CrossHostComm* x = cross(deviceOf(tensors))) return x->recvAnysource(tensors, tag);
+    if (CrossHostComm* x = cross(deviceOf(tensors)))
+        return crossCall("recvAnysource", [&] { return x->recvAnysource(tensors, tag); });
     const at::Tensor& t = p2pOnlyTensor(tensors, "recv");
     return p2p().recv(t, -1, userTag(tag, "recv"));
 }
@@ -166,7 +169,8 @@ c10::intrusive_ptr<c10d::Work> MtiaBackend::alltoall(std::vector<at::Tensor>& ou
                                                      std::vector<at::Tensor>& inputTensors,
                                                      const c10d::AllToAllOptions& opts) {
     if (CrossHostComm* x = cross(deviceOf(inputTensors)))
-        return x->alltoall(outputTensors, inputTensors, opts);
+        return crossCall("alltoall",
+                         [&] { return x->alltoall(outputTensors, inputTensors, opts); });
     TORCH_CHECK(outputTensors.size() == static_cast<size_t>(size_) &&
                     inputTensors.size() == static_cast<size_t>(size_),
                 "torch_mtia.distributed: all_to_all: expected lists of world size (", size_,

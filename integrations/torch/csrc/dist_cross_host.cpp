@@ -2,6 +2,7 @@
 
 #include "allocator.h"
 #include "dist_args.h"
+#include "dist_liveness.h"
 #include "dist_peers.h"
 #include "dist_work.h"
 #include "mtia_check.h"
@@ -12,6 +13,8 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <pybind11/chrono.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,6 +34,7 @@ struct HostRecord {
     char host[256];
     uint8_t machine[16];
     uint8_t forceCrossHost;
+    int32_t pid;  // for naming a peer that died (PeerLiveness)
 };
 
 bool forcedByEnv() {
@@ -148,7 +152,7 @@ private:
 }  // namespace
 
 bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                     std::chrono::milliseconds timeout) {
+                     std::chrono::milliseconds timeout, std::vector<PeerProcess>* processes) {
     xhost::HostRecord self{};
     {
         PeerRecord identity{};
@@ -157,6 +161,11 @@ bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int
         std::memcpy(self.machine, identity.machine, sizeof self.machine);
     }
     self.forceCrossHost = xhost::forcedByEnv() ? 1 : 0;
+    self.pid = static_cast<int32_t>(getpid());
+    if (processes != nullptr) {
+        processes->assign(size, PeerProcess{});
+        (*processes)[rank] = {self.host, self.pid};
+    }
     const auto* bytes = reinterpret_cast<const uint8_t*>(&self);
     store->set("host/" + std::to_string(rank), std::vector<uint8_t>(bytes, bytes + sizeof self));
     std::vector<std::string> keys;
@@ -172,6 +181,7 @@ bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int
         xhost::HostRecord peer;
         std::memcpy(&peer, got.data(), sizeof peer);
         peer.host[sizeof peer.host - 1] = '\0';
+        if (processes != nullptr) (*processes)[r] = {peer.host, peer.pid};
         spans = spans || peer.forceCrossHost != 0 || std::strcmp(peer.host, self.host) != 0 ||
                 std::memcmp(peer.machine, self.machine, sizeof self.machine) != 0;
     }

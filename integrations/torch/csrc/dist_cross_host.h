@@ -23,6 +23,8 @@
 // sizes that disagree; gloo's own errors (a peer gone, the timeout) pass through.
 #pragma once
 
+#include "dist_liveness.h"
+
 #include <mtia/mtia.h>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -40,9 +42,11 @@ namespace torch_mtia::dist {
 // timeout) for every rank's, and says whether the group must take the cross-host path: true when
 // two ranks differ in host or machine, or any rank forces it, so every rank decides alike.
 // Blocking; throws c10::Error on a timeout, a malformed MTIA_DIST_FORCE_CROSS_HOST (only 0 or 1),
-// or a record of another size (another torch_mtia version).
+// or a record of another size (another torch_mtia version). processes, when not null, receives
+// every rank's host and pid (for PeerLiveness).
 bool groupSpansHosts(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                     std::chrono::milliseconds timeout);
+                     std::chrono::milliseconds timeout,
+                     std::vector<PeerProcess>* processes = nullptr);
 
 // The group's cross-host communicator. Construction is collective (gloo's rendezvous on the store;
 // blocks up to timeout). Every collective method has the signature and meaning of the
