@@ -22,11 +22,14 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace torch_mtia::dist {
 
@@ -170,6 +173,15 @@ private:
         try {
             return run();
         } catch (const std::exception& e) {
+            // gloo sees the connection drop while the peer's process is being torn down, a
+            // little before its exit shows (pidfd): give same-host peers up to 2 s (the group's
+            // timeout if shorter) to show it. An error path only.
+            const auto deadline = std::chrono::steady_clock::now() +
+                                  std::min(timeout_, std::chrono::milliseconds(2000));
+            while (crossLiveness_.exitedRanks().empty() &&
+                   std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
             if (crossLiveness_.exitedRanks().empty()) throw;
             failGroup(c10d::ErrorType::REMOTE_ERROR,
                       explainCollectiveError(crossLiveness_, collective, crossCalls_, e));
