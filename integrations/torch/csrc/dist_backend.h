@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -173,6 +174,13 @@ private:
         try {
             return run();
         } catch (const std::exception& e) {
+            // The backend's own errors (bad arguments) pass through at once.
+            const auto* own = dynamic_cast<const c10::Error*>(&e);
+            if (own != nullptr &&
+                own->what_without_backtrace() ==
+                    std::strstr(own->what_without_backtrace(), "torch_mtia.distributed")) {
+                throw;
+            }
             // gloo sees the connection drop while the peer's process is being torn down, a
             // little before its exit shows (pidfd): give same-host peers up to 2 s (the group's
             // timeout if shorter) to show it. An error path only.
