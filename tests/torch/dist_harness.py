@@ -69,3 +69,14 @@ def tcp_store(rank, world, port_path):
         time.sleep(0.05)
     with open(port_path) as f:
         return dist.TCPStore("127.0.0.1", int(f.read()), world, False)
+
+
+def assert_equal(got, want, what, rank):
+    """Fails with the first differing positions unless got (moved to the CPU) equals want exactly,
+    dtype included."""
+    got = got.cpu()
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    if not got.equal(want):
+        bad = (got != want).nonzero()[:5].flatten().tolist()
+        raise AssertionError(f"rank {rank}: {what}: differs at {bad}: got "
+                             f"{got.flatten()[bad].tolist()}, want {want.flatten()[bad].tolist()}")

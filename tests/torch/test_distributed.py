@@ -17,7 +17,7 @@ import sys
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dist_harness import run_ranks, tcp_store  # noqa: E402
+from dist_harness import assert_equal, run_ranks, tcp_store  # noqa: E402
 
 FLOATING = ["float32", "float64", "float16", "bfloat16"]
 INTEGRAL = ["int8", "uint8", "int16", "int32", "int64"]
@@ -71,12 +71,7 @@ def _worker(scenario, rank, world, port_path):
         return (magnitude * sign).to(dtype)
 
     def check(got, want, what):
-        got = got.cpu()
-        assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
-        if not torch.equal(got, want):
-            bad = (got != want).nonzero()[:5].flatten().tolist()
-            raise AssertionError(f"rank {rank}: {what}: differs at {bad}: got "
-                                 f"{got.flatten()[bad].tolist()}, want {want.flatten()[bad].tolist()}")
+        assert_equal(got, want, what, rank)
 
     def reference(make, dtype, n, salt, name):
         # gloo's all_reduce of every rank's data; where gloo lacks the dtype (int16), the same

@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dist_harness import run_ranks, tcp_store  # noqa: E402
+from dist_harness import assert_equal, run_ranks, tcp_store  # noqa: E402
 
 DTYPES = ["float32", "bfloat16", "int16", "uint8", "int64", "bool"]
 
@@ -68,12 +68,7 @@ def _worker(scenario, rank, world, store_path):
         return torch.where(v == 0, torch.ones_like(v), v).to(dtype)
 
     def check(got, want, what):
-        got = got.cpu()
-        assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
-        if not torch.equal(got, want):
-            bad = (got != want).nonzero()[:5].flatten().tolist()
-            raise AssertionError(f"rank {rank}: {what}: differs at {bad}: got "
-                                 f"{got.flatten()[bad].tolist()}, want {want.flatten()[bad].tolist()}")
+        assert_equal(got, want, what, rank)
 
     def reduced(make, dtype, name):
         # gloo's all_reduce of every rank's make(r); for the dtypes gloo lacks (int16, bool), the
